@@ -1,0 +1,180 @@
+#include "portable/encode/huffman/codebook.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "src/core/error.hpp"
+
+namespace ksz::huffman {
+namespace {
+
+// Counts are scaled below this sum so package weights (each a sum of at most
+// kMaxCodeLength copies of every count) stay below 2^63.
+constexpr std::uint64_t kMaxTotal = std::uint64_t(1) << 58;
+
+std::uint64_t saturating_sum(const std::vector<std::uint64_t>& w) {
+  std::uint64_t total = 0;
+  for (const std::uint64_t x : w) {
+    if (total + x < total) return ~std::uint64_t(0);
+    total += x;
+  }
+  return total;
+}
+
+// Scales counts (all nonzero) until their sum fits kMaxTotal, keeping each >= 1.
+// Only counts summing above 2^58 are affected; the result stays deterministic.
+void scale_weights(std::vector<std::uint64_t>& w) {
+  if (saturating_sum(w) <= kMaxTotal) return;
+  const std::vector<std::uint64_t> orig = w;
+  for (int shift = 1; shift < 64; ++shift) {
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::max<std::uint64_t>(orig[i] >> shift, 1);
+    if (saturating_sum(w) <= kMaxTotal) return;
+  }
+}
+
+// Code lengths of an unrestricted Huffman tree over weights sorted ascending.
+// Two-queue construction (leaves, then internal nodes in creation order, both
+// nondecreasing); on equal weights the leaf goes first, which is deterministic
+// and gives the minimum-variance (shallowest) optimal tree.
+std::vector<int> huffman_lengths(const std::vector<std::uint64_t>& w) {
+  const std::size_t m = w.size();
+  std::vector<std::uint64_t> weight(2 * m - 1);
+  std::vector<std::size_t> parent(2 * m - 1, 0);
+  std::copy(w.begin(), w.end(), weight.begin());
+  std::size_t leaf = 0, inner = m, next = m;
+  auto pop = [&]() {
+    if (leaf < m && (inner == next || weight[leaf] <= weight[inner])) return leaf++;
+    return inner++;
+  };
+  while (next < 2 * m - 1) {
+    const std::size_t a = pop();
+    const std::size_t b = pop();
+    weight[next] = weight[a] + weight[b];
+    parent[a] = parent[b] = next;
+    ++next;
+  }
+  // Parents always have larger indices: one pass from the root down.
+  std::vector<int> depth(2 * m - 1, 0);
+  for (std::size_t k = 2 * m - 1; k-- > 0;) {
+    if (k != 2 * m - 2) depth[k] = depth[parent[k]] + 1;
+  }
+  return std::vector<int>(depth.begin(), depth.begin() + m);
+}
+
+// Optimal code lengths limited to `limit` bits for weights sorted ascending
+// (package-merge, Larmore & Hirschberg 1990). Requires 2 <= m <= 2^limit.
+std::vector<int> package_merge_lengths(const std::vector<std::uint64_t>& w, int limit) {
+  const std::size_t m = w.size();
+  // is_leaf[l][i]: item i of the level-l list (l = 0 is the shallowest level)
+  // is an original symbol rather than a package of two deeper items.
+  std::vector<std::vector<std::uint8_t>> is_leaf(limit);
+  std::vector<std::uint64_t> deeper(w), current;
+  is_leaf[limit - 1].assign(m, 1);
+  for (int l = limit - 2; l >= 0; --l) {
+    const std::size_t npkg = deeper.size() / 2;
+    current.clear();
+    current.reserve(m + npkg);
+    is_leaf[l].clear();
+    is_leaf[l].reserve(m + npkg);
+    std::size_t i = 0, p = 0;
+    while (i < m || p < npkg) {
+      const std::uint64_t pw = p < npkg ? deeper[2 * p] + deeper[2 * p + 1] : 0;
+      if (i < m && (p == npkg || w[i] <= pw)) {
+        current.push_back(w[i++]);
+        is_leaf[l].push_back(1);
+      } else {
+        current.push_back(pw);
+        is_leaf[l].push_back(0);
+        ++p;
+      }
+    }
+    deeper.swap(current);
+  }
+  // Take the 2m-2 cheapest items at the top level; each package taken at level
+  // l takes its two items at level l+1. Leaves are taken as a prefix of w, so
+  // a symbol's length is the number of levels whose prefix includes it.
+  std::vector<int> len(m, 0);
+  std::size_t take = 2 * m - 2;
+  for (int l = 0; l < limit && take > 0; ++l) {
+    std::size_t leaves = 0;
+    for (std::size_t i = 0; i < take; ++i) leaves += is_leaf[l][i];
+    for (std::size_t r = 0; r < leaves; ++r) ++len[r];
+    take = 2 * (take - leaves);
+  }
+  return len;
+}
+
+}  // namespace
+
+namespace impl {
+std::vector<int> limited_code_lengths(std::vector<std::uint64_t> w, int limit) {
+  scale_weights(w);
+  std::vector<int> len = huffman_lengths(w);
+  if (*std::max_element(len.begin(), len.end()) > limit) len = package_merge_lengths(w, limit);
+  return len;
+}
+
+std::vector<std::uint32_t> canonical_codes(const std::vector<std::uint8_t>& lengths) {
+  std::uint32_t count[kMaxCodeLength + 1] = {};
+  for (const std::uint8_t l : lengths) ++count[l];
+  count[0] = 0;
+  std::uint32_t next[kMaxCodeLength + 1] = {};
+  std::uint32_t code = 0;
+  for (int l = 1; l <= kMaxCodeLength; ++l) {
+    code = (code + count[l - 1]) << 1;
+    next[l] = code;
+  }
+  std::vector<std::uint32_t> codes(lengths.size(), 0);
+  for (std::size_t s = 0; s < lengths.size(); ++s) {
+    if (lengths[s]) codes[s] = next[lengths[s]]++;
+  }
+  return codes;
+}
+}  // namespace impl
+
+Codebook build_codebook(const std::uint64_t* hist, std::size_t nsym) {
+  KSZ_EXPECTS(nsym >= 1 && nsym <= kMaxSymbols, "huffman: nsym must be in [1, ", kMaxSymbols,
+              "], got ", nsym);
+  KSZ_EXPECTS(hist != nullptr, "huffman: null histogram");
+  Codebook book;
+  book.lengths.assign(nsym, 0);
+  // Used symbols by count ascending, then id descending: fixes every tie-break
+  // below, and among equal counts lower ids end up with codes no longer.
+  std::vector<std::uint32_t> sym;
+  for (std::size_t s = nsym; s-- > 0;) {
+    if (hist[s]) sym.push_back(static_cast<std::uint32_t>(s));
+  }
+  std::stable_sort(sym.begin(), sym.end(),
+                   [&](std::uint32_t a, std::uint32_t b) { return hist[a] < hist[b]; });
+  const std::size_t m = sym.size();
+  if (m == 1) book.lengths[sym[0]] = 1;
+  if (m >= 2) {
+    std::vector<std::uint64_t> w(m);
+    for (std::size_t i = 0; i < m; ++i) w[i] = hist[sym[i]];
+    const std::vector<int> len = impl::limited_code_lengths(std::move(w), kMaxCodeLength);
+    for (std::size_t i = 0; i < m; ++i) book.lengths[sym[i]] = static_cast<std::uint8_t>(len[i]);
+  }
+  book.codes = impl::canonical_codes(book.lengths);
+  return book;
+}
+
+Codebook codebook_from_lengths(const std::uint8_t* lengths, std::size_t nsym) {
+  KSZ_STREAM_CHECK(nsym >= 1 && nsym <= kMaxSymbols, "huffman: codebook size ", nsym,
+                   " is outside [1, ", kMaxSymbols, "]");
+  KSZ_EXPECTS(lengths != nullptr, "huffman: null code lengths");
+  // Kraft sum in units of 2^-kMaxCodeLength; at most 65536 * 2^23 fits easily.
+  std::uint64_t kraft = 0;
+  for (std::size_t s = 0; s < nsym; ++s) {
+    KSZ_STREAM_CHECK(lengths[s] <= kMaxCodeLength, "huffman: code length ", int(lengths[s]),
+                     " of symbol ", s, " exceeds ", kMaxCodeLength);
+    if (lengths[s]) kraft += std::uint64_t(1) << (kMaxCodeLength - lengths[s]);
+  }
+  KSZ_STREAM_CHECK(kraft <= (std::uint64_t(1) << kMaxCodeLength),
+                   "huffman: code lengths violate the Kraft inequality (not a prefix code)");
+  Codebook book;
+  book.lengths.assign(lengths, lengths + nsym);
+  book.codes = impl::canonical_codes(book.lengths);
+  return book;
+}
+
+}  // namespace ksz::huffman

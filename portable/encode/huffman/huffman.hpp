@@ -1,0 +1,334 @@
+// Chunked canonical Huffman encode ("deflate") and decode ("inflate") on any
+// Kokkos execution space (cusz-2020 section III-C, "Encoding and Deflating",
+// "Decompression"). Coarse-grained: one thread per chunk; each chunk starts on
+// a fresh 32-bit word, which makes chunks independently decodable.
+//
+// Bitstream: a chunk's codes are packed MSB-first into uint32 words, the last
+// word zero-padded; chunk c occupies words [chunk_offsets[c], chunk_offsets[c+1]).
+#pragma once
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+#include <string>
+
+#include "portable/encode/huffman/codebook.hpp"
+#include "src/core/error.hpp"
+
+namespace ksz::huffman {
+
+// Decode lookup table width: 2^12 entries of 4 bytes (16 KiB) cover every code
+// of <= 12 bits in one step; longer codes fall back to the per-length search.
+constexpr int kLutBits = 12;
+
+namespace impl {
+
+// Bits of the device status word.
+enum StatusBits : std::uint32_t {
+  kBadSymbol = 1u,   // encode: a symbol outside the codebook or with no code
+  kBadOffsets = 2u,  // decode: chunk offsets not monotone, not from 0, or past the words
+  kBadCode = 4u,     // decode: bits that are no codeword (incomplete code)
+  kOverrun = 8u,     // decode: a chunk needs more bits than its words hold
+  kTrailing = 16u,   // decode: unused words or nonzero padding after a chunk
+};
+
+inline std::string describe_status(std::uint32_t s) {
+  std::string out;
+  auto add = [&](std::uint32_t bit, const char* what) {
+    if (!(s & bit)) return;
+    if (!out.empty()) out += "; ";
+    out += what;
+  };
+  add(kBadOffsets, "chunk offsets are not monotone or exceed the bitstream");
+  add(kBadCode, "bits that are no codeword");
+  add(kOverrun, "a chunk runs past its words");
+  add(kTrailing, "unused words or nonzero padding after a chunk");
+  return out;
+}
+
+// Canonical decode tables. With codes left-aligned to kMaxCodeLength bits,
+// the codes of length l fill [limit[l-1], limit[l]) in canonical order, so
+// the length of the code at the front of v is the least l with v < limit[l].
+template <class Mem>
+struct DecodeTables {
+  Kokkos::View<const std::uint32_t*, Mem> lut;      // 2^kLutBits: symbol | length << 16; 0 = longer code
+  Kokkos::View<const std::uint32_t*, Mem> limit;    // [l], l <= kMaxCodeLength, left-aligned end of length l
+  Kokkos::View<const std::uint32_t*, Mem> first;    // [l]: first canonical code of length l
+  Kokkos::View<const std::uint32_t*, Mem> offset;   // [l]: index in symbols of that first code
+  Kokkos::View<const std::uint16_t*, Mem> symbols;  // used symbols sorted by (length, id)
+
+  // Decodes the code at the top of buf (MSB-first; bits past the valid ones
+  // must be zero). Returns its length, or 0 when the bits are no codeword.
+  // Every index stays in range for tables built from valid lengths.
+  KOKKOS_INLINE_FUNCTION int decode_one(const std::uint64_t buf, std::uint32_t& sym) const {
+    const std::uint32_t e = lut(static_cast<std::uint32_t>(buf >> (64 - kLutBits)));
+    if (e >> 16) {
+      sym = e & 0xFFFFu;
+      return static_cast<int>(e >> 16);
+    }
+    const std::uint32_t v = static_cast<std::uint32_t>(buf >> (64 - kMaxCodeLength));
+    for (int l = kLutBits + 1; l <= kMaxCodeLength; ++l) {
+      if (v < limit(l)) {
+        sym = symbols(offset(l) + (v >> (kMaxCodeLength - l)) - first(l));
+        return l;
+      }
+    }
+    return 0;
+  }
+};
+
+}  // namespace impl
+
+// A Codebook's tables in ExecSpace's memory. Cheap to copy (shares the views).
+template <class ExecSpace>
+struct DeviceCodebook {
+  using memory_space = typename ExecSpace::memory_space;
+
+  // Throws ksz::InvalidInput unless book has 1..kMaxSymbols symbols, lengths
+  // <= kMaxCodeLength forming a prefix code, and the canonical codes of them.
+  explicit DeviceCodebook(const Codebook& book);
+
+  std::size_t nsym() const { return m_nsym; }
+  int max_length() const { return m_max_length; }
+  // Per symbol: length << 24 | code (cuSZ's 32-bit bitwidth-codeword tuple); 0 = no code.
+  Kokkos::View<const std::uint32_t*, memory_space> encode_table() const { return m_enc; }
+  impl::DecodeTables<memory_space> decode_tables() const { return m_dec; }
+
+ private:
+  std::size_t m_nsym = 0;
+  int m_max_length = 0;
+  Kokkos::View<const std::uint32_t*, memory_space> m_enc;
+  impl::DecodeTables<memory_space> m_dec;
+};
+
+template <class ExecSpace>
+struct Encoded {
+  Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> words;          // the bitstream
+  Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> chunk_offsets;  // nchunks+1 word offsets
+  std::uint64_t n_words = 0;                                                     // == chunk_offsets[nchunks]
+};
+
+// Number of chunks of chunk_symbols (>= 1) symbols covering n symbols.
+inline std::uint64_t chunk_count(std::uint64_t n, std::uint32_t chunk_symbols) {
+  return n == 0 ? 0 : (n - 1) / chunk_symbols + 1;
+}
+
+template <class ExecSpace>
+DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book) {
+  const std::size_t nsym = book.nsym();
+  KSZ_EXPECTS(nsym >= 1 && nsym <= kMaxSymbols, "huffman: codebook size ", nsym,
+              " is outside [1, ", kMaxSymbols, "]");
+  KSZ_EXPECTS(book.codes.size() == nsym, "huffman: codebook has ", book.codes.size(),
+              " codes for ", nsym, " lengths");
+  std::uint32_t count[kMaxCodeLength + 1] = {};
+  std::uint64_t kraft = 0;
+  for (std::size_t s = 0; s < nsym; ++s) {
+    const int l = book.lengths[s];
+    KSZ_EXPECTS(l <= kMaxCodeLength, "huffman: code length ", l, " exceeds ", kMaxCodeLength);
+    if (l == 0) continue;
+    ++count[l];
+    kraft += std::uint64_t(1) << (kMaxCodeLength - l);
+    if (l > m_max_length) m_max_length = l;
+  }
+  KSZ_EXPECTS(kraft <= (std::uint64_t(1) << kMaxCodeLength), "huffman: lengths are no prefix code");
+  KSZ_EXPECTS(impl::canonical_codes(book.lengths) == book.codes, "huffman: codes are not canonical");
+  m_nsym = nsym;
+
+  Kokkos::View<std::uint32_t*, memory_space> enc("ksz::huffman::enc", nsym);
+  auto h_enc = Kokkos::create_mirror_view(enc);
+  for (std::size_t s = 0; s < nsym; ++s) {
+    h_enc(s) = book.lengths[s] ? (std::uint32_t(book.lengths[s]) << 24) | book.codes[s] : 0u;
+  }
+  Kokkos::deep_copy(enc, h_enc);
+  m_enc = enc;
+
+  constexpr int kL = kMaxCodeLength;
+  Kokkos::View<std::uint32_t*, memory_space> limit("ksz::huffman::limit", kL + 1);
+  Kokkos::View<std::uint32_t*, memory_space> first("ksz::huffman::first", kL + 1);
+  Kokkos::View<std::uint32_t*, memory_space> offset("ksz::huffman::offset", kL + 1);
+  auto h_limit = Kokkos::create_mirror_view(limit);
+  auto h_first = Kokkos::create_mirror_view(first);
+  auto h_offset = Kokkos::create_mirror_view(offset);
+  std::uint32_t code = 0, index = 0;
+  h_limit(0) = h_first(0) = h_offset(0) = 0;
+  for (int l = 1; l <= kL; ++l) {
+    code = (code + count[l - 1]) << 1;  // count[0] is 0: absent symbols take no code
+    h_first(l) = code;
+    h_offset(l) = index;
+    index += count[l];
+    h_limit(l) = (code + count[l]) << (kL - l);  // Kraft <= 1 keeps this <= 2^kL
+  }
+  Kokkos::View<std::uint16_t*, memory_space> symbols("ksz::huffman::symbols", index);
+  auto h_symbols = Kokkos::create_mirror_view(symbols);
+  std::uint32_t fill[kL + 1];
+  for (int l = 0; l <= kL; ++l) fill[l] = h_offset(l);
+  for (std::size_t s = 0; s < nsym; ++s) {
+    if (book.lengths[s]) h_symbols(fill[book.lengths[s]]++) = static_cast<std::uint16_t>(s);
+  }
+  Kokkos::View<std::uint32_t*, memory_space> lut("ksz::huffman::lut", std::size_t(1) << kLutBits);
+  auto h_lut = Kokkos::create_mirror_view(lut);
+  for (std::size_t i = 0; i < h_lut.extent(0); ++i) h_lut(i) = 0;
+  for (std::size_t s = 0; s < nsym; ++s) {
+    const int l = book.lengths[s];
+    if (l == 0 || l > kLutBits) continue;
+    const std::uint32_t begin = book.codes[s] << (kLutBits - l);
+    const std::uint32_t end = (book.codes[s] + 1) << (kLutBits - l);
+    for (std::uint32_t i = begin; i < end; ++i) h_lut(i) = std::uint32_t(s) | (std::uint32_t(l) << 16);
+  }
+  Kokkos::deep_copy(limit, h_limit);
+  Kokkos::deep_copy(first, h_first);
+  Kokkos::deep_copy(offset, h_offset);
+  Kokkos::deep_copy(symbols, h_symbols);
+  Kokkos::deep_copy(lut, h_lut);
+  m_dec.lut = lut;
+  m_dec.limit = limit;
+  m_dec.first = first;
+  m_dec.offset = offset;
+  m_dec.symbols = symbols;
+}
+
+// Encodes symbols in chunks of chunk_symbols (>= 1, else ksz::InvalidInput;
+// the last chunk may be short). Every symbol needs a code in book, else
+// ksz::InvalidInput. Steps: per-chunk bit count, exclusive scan of word
+// counts into chunk_offsets, then deflate with each chunk writing only its words.
+// Synchronizes once (to size the bitstream); the deflate is left in flight on space.
+template <class ExecSpace>
+Encoded<ExecSpace> encode(const ExecSpace& space,
+                          Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> symbols,
+                          const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols) {
+  using Mem = typename ExecSpace::memory_space;
+  using Policy = Kokkos::RangePolicy<ExecSpace>;
+  KSZ_EXPECTS(chunk_symbols >= 1, "huffman: chunk_symbols must be >= 1");
+  const std::uint64_t n = symbols.extent(0);
+  const std::uint64_t nchunks = chunk_count(n, chunk_symbols);
+  const std::uint64_t cs = chunk_symbols;
+  Encoded<ExecSpace> res;
+  Kokkos::View<std::uint64_t*, Mem> offsets("ksz::huffman::chunk_offsets", nchunks + 1);
+  res.chunk_offsets = offsets;
+  if (n == 0) {
+    res.words = Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::words", 0);
+    return res;
+  }
+  const auto enc = book.encode_table();
+  const std::uint32_t nsym = static_cast<std::uint32_t>(book.nsym());
+  Kokkos::View<std::uint32_t*, Mem> status("ksz::huffman::status", 1);
+
+  // Word count of chunk c into offsets(c); the scan below shifts it to c+1.
+  Kokkos::parallel_for(
+      "ksz::huffman::chunk_bits", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
+        const std::uint64_t s0 = c * cs;
+        const std::uint64_t s1 = s0 + cs < n ? s0 + cs : n;
+        std::uint64_t bits = 0;
+        bool bad = false;
+        for (std::uint64_t i = s0; i < s1; ++i) {
+          const std::uint32_t s = symbols(i);
+          const std::uint32_t len = s < nsym ? enc(s) >> 24 : 0u;
+          bad = bad || len == 0;
+          bits += len;
+        }
+        offsets(c) = (bits + 31) / 32;
+        if (bad) Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadSymbol));
+      });
+  Kokkos::parallel_scan(
+      "ksz::huffman::chunk_scan", Policy(space, 0, nchunks + 1),
+      KOKKOS_LAMBDA(const std::uint64_t c, std::uint64_t& sum, const bool final) {
+        const std::uint64_t words = c < nchunks ? offsets(c) : 0;  // read before the write below
+        if (final) offsets(c) = sum;
+        sum += words;
+      });
+  auto h_status = Kokkos::create_mirror_view(status);
+  Kokkos::View<std::uint64_t*, Kokkos::HostSpace> h_total("ksz::huffman::total", 1);
+  Kokkos::deep_copy(space, h_status, status);
+  Kokkos::deep_copy(space, h_total, Kokkos::subview(offsets, std::make_pair(nchunks, nchunks + 1)));
+  space.fence();
+  KSZ_EXPECTS(h_status(0) == 0, "huffman: input has a symbol with no code in the codebook");
+  res.n_words = h_total(0);
+
+  Kokkos::View<std::uint32_t*, Mem> words(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman::words"),
+                                          res.n_words);
+  res.words = words;
+  Kokkos::parallel_for(
+      "ksz::huffman::deflate", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
+        const std::uint64_t s0 = c * cs;
+        const std::uint64_t s1 = s0 + cs < n ? s0 + cs : n;
+        std::uint64_t w = offsets(c);
+        // acc's low nbits (< 32 between codes) are pending; codes add <= 24 bits.
+        std::uint64_t acc = 0;
+        int nbits = 0;
+        for (std::uint64_t i = s0; i < s1; ++i) {
+          const std::uint32_t e = enc(symbols(i));
+          const int len = static_cast<int>(e >> 24);
+          acc = (acc << len) | (e & 0xFFFFFFu);
+          nbits += len;
+          if (nbits >= 32) {
+            nbits -= 32;
+            words(w++) = static_cast<std::uint32_t>(acc >> nbits);
+          }
+        }
+        if (nbits > 0) words(w) = static_cast<std::uint32_t>(acc << (32 - nbits));
+      });
+  return res;
+}
+
+// Decodes out.extent(0) symbols; chunk c is decoded from words
+// [chunk_offsets[c], chunk_offsets[c+1]) alone. Safe on hostile input: reads
+// stay inside words and the chunk's range, writes inside out. Throws
+// ksz::CorruptStream if chunk_symbols is 0, chunk_offsets does not have
+// nchunks+1 entries, or any chunk is invalid (then out holds partial data).
+template <class ExecSpace>
+void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words,
+            Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> chunk_offsets,
+            std::uint32_t chunk_symbols, const DeviceCodebook<ExecSpace>& book,
+            Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> out) {
+  using Mem = typename ExecSpace::memory_space;
+  KSZ_STREAM_CHECK(chunk_symbols >= 1, "huffman: chunk size is 0");
+  const std::uint64_t n = out.extent(0);
+  const std::uint64_t nchunks = chunk_count(n, chunk_symbols);
+  KSZ_STREAM_CHECK(chunk_offsets.extent(0) == nchunks + 1, "huffman: ", chunk_offsets.extent(0),
+                   " chunk offsets for ", nchunks, " chunks");
+  if (n == 0) return;
+  const std::uint64_t cs = chunk_symbols;
+  const std::uint64_t nwords = words.extent(0);
+  const auto dec = book.decode_tables();
+  Kokkos::View<std::uint32_t*, Mem> status("ksz::huffman::status", 1);
+  Kokkos::parallel_for(
+      "ksz::huffman::inflate", Kokkos::RangePolicy<ExecSpace>(space, 0, nchunks),
+      KOKKOS_LAMBDA(const std::uint64_t c) {
+        const std::uint64_t begin = chunk_offsets(c);
+        const std::uint64_t end = chunk_offsets(c + 1);
+        if (begin > end || end > nwords || (c == 0 && begin != 0)) {
+          Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadOffsets));
+          return;
+        }
+        const std::uint64_t s0 = c * cs;
+        const std::uint64_t s1 = s0 + cs < n ? s0 + cs : n;
+        // buf holds avail valid bits MSB-first, zeros below. One refill per
+        // symbol keeps avail >= 32 >= kMaxCodeLength while words remain.
+        std::uint64_t buf = 0;
+        int avail = 0;
+        std::uint64_t pos = begin;
+        for (std::uint64_t i = s0; i < s1; ++i) {
+          if (avail <= 32 && pos < end) {
+            buf |= static_cast<std::uint64_t>(words(pos++)) << (32 - avail);
+            avail += 32;
+          }
+          std::uint32_t sym = 0;
+          const int len = dec.decode_one(buf, sym);
+          if (len == 0 || len > avail) {
+            Kokkos::atomic_fetch_or(&status(0), std::uint32_t(len == 0 ? impl::kBadCode : impl::kOverrun));
+            return;
+          }
+          out(i) = static_cast<std::uint16_t>(sym);
+          buf <<= len;
+          avail -= len;
+        }
+        // The encoder writes exactly ceil(bits / 32) words, zero-padded.
+        if (false) {
+          Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kTrailing));
+        }
+      });
+  auto h_status = Kokkos::create_mirror_view(status);
+  Kokkos::deep_copy(space, h_status, status);
+  space.fence();
+  KSZ_STREAM_CHECK(h_status(0) == 0, "huffman: ", impl::describe_status(h_status(0)));
+}
+
+}  // namespace ksz::huffman

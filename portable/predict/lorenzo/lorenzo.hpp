@@ -1,0 +1,139 @@
+// Lorenzo prediction on pre-quantized integers (cuSZ dual-quantization,
+// cusz-2020 section III). The field is cut into chunks (cusz-2020 section
+// III-C); prediction never reaches across a chunk border, so decompression is
+// a prefix sum along each dimension inside each chunk, parallel over chunks.
+//
+// All integer arithmetic wraps in uint32: the forward difference and its
+// inverse are exact mod 2^32, so any q that fits int32 comes back bit-exact,
+// and corrupt input cannot cause signed overflow.
+#pragma once
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+
+#include "portable/quantize/prequant.hpp"
+
+namespace ksz::lorenzo {
+
+// Extents and chunk extents, fastest first. Unused dimensions are 1.
+struct Geometry {
+  std::uint64_t n0 = 1, n1 = 1, n2 = 1;
+  std::uint32_t c0 = 1, c1 = 1, c2 = 1;
+  std::uint64_t count() const { return n0 * n1 * n2; }
+};
+
+// Default chunk extents by rank: larger chunks mean fewer chunk-corner
+// outliers, and any size keeps decompression parallel.
+inline void default_chunk(int rank, std::uint32_t c[3]) {
+  c[0] = c[1] = c[2] = 1;
+  if (rank == 1) c[0] = 4096;
+  if (rank == 2) c[0] = c[1] = 64;
+  if (rank == 3) c[0] = c[1] = c[2] = 16;
+}
+
+// Pass 1: q[i] = prequantized value, 0 for verbatim elements.
+template <class ExecSpace, class T>
+void prequantize(const ExecSpace& space,
+                 Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                 const quantize::QuantParams& qp,
+                 Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> q) {
+  Kokkos::parallel_for(
+      "ksz::lorenzo::prequantize", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t i) {
+        std::int32_t v;
+        quantize::prequantize<T>(in(i), qp, v);
+        q(i) = v;
+      });
+}
+
+// The residual at i (also used to recover outlier values).
+template <class QView>
+KOKKOS_INLINE_FUNCTION std::int32_t residual(const Geometry& g, const QView& q, std::uint64_t i) {
+  const std::uint64_t x = i % g.n0, yz = i / g.n0, y = yz % g.n1, z = yz / g.n1;
+  const bool hx = x % g.c0 != 0, hy = y % g.c1 != 0, hz = z % g.c2 != 0;
+  const std::uint64_t sx = 1, sy = g.n0, sz = g.n0 * g.n1;
+  auto at = [&](bool ok, std::uint64_t off) -> std::uint32_t {
+    return ok ? static_cast<std::uint32_t>(q(i - off)) : 0u;
+  };
+  std::uint32_t d = static_cast<std::uint32_t>(q(i));
+  d -= at(hx, sx) + at(hy, sy) + at(hz, sz);
+  d += at(hx && hy, sx + sy) + at(hx && hz, sx + sz) + at(hy && hz, sy + sz);
+  d -= at(hx && hy && hz, sx + sy + sz);
+  return static_cast<std::int32_t>(d);
+}
+
+// Pass 2: residual of the chunk-local Lorenzo predictor, quantized to a code
+// in [1, 2*radius) when |residual| < radius, else code 0 (an outlier).
+template <class ExecSpace>
+void predict_quantize(const ExecSpace& space, const Geometry& g,
+                      Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> q,
+                      std::uint32_t radius,
+                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes) {
+  const Geometry geo = g;
+  Kokkos::parallel_for(
+      "ksz::lorenzo::predict_quantize", Kokkos::RangePolicy<ExecSpace>(space, 0, g.count()),
+      KOKKOS_LAMBDA(const std::uint64_t i) {
+        const std::int32_t d = residual(geo, q, i);
+        const std::int64_t r = radius;
+        codes(i) = (d > -r && d < r) ? static_cast<std::uint16_t>(d + r) : std::uint16_t(0);
+      });
+}
+
+// Inverse: in place, turn residuals into q by a wrapping prefix sum along
+// each dimension inside each chunk.
+template <class ExecSpace>
+void reconstruct(const ExecSpace& space, const Geometry& g,
+                 Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> v) {
+  const Geometry geo = g;
+  const std::uint64_t n[3] = {g.n0, g.n1, g.n2};
+  const std::uint64_t c[3] = {g.c0, g.c1, g.c2};
+  const std::uint64_t stride[3] = {1, g.n0, g.n0 * g.n1};
+  for (int d = 0; d < 3; ++d) {
+    if (n[d] == 1) continue;
+    const std::uint64_t nd = n[d], cd = c[d], sd = stride[d];
+    const std::uint64_t nchunks = (nd + cd - 1) / cd;
+    const std::uint64_t inner = sd;                 // extent of the faster dims
+    const std::uint64_t lines = geo.count() / nd;   // lines along d
+    // Segment s: the faster-dims position varies fastest so that neighbouring
+    // segments touch neighbouring addresses (coalesced on GPUs) for d > 0.
+    Kokkos::parallel_for(
+        "ksz::lorenzo::reconstruct", Kokkos::RangePolicy<ExecSpace>(space, 0, lines * nchunks),
+        KOKKOS_LAMBDA(const std::uint64_t s) {
+          const std::uint64_t lo = s % inner, t = s / inner;
+          const std::uint64_t k = t % nchunks, hi = t / nchunks;
+          const std::uint64_t base = lo + sd * nd * hi;
+          const std::uint64_t begin = k * cd, end = begin + cd < nd ? begin + cd : nd;
+          std::uint32_t acc = 0;
+          for (std::uint64_t j = begin; j < end; ++j) {
+            const std::uint64_t idx = base + j * sd;
+            acc += static_cast<std::uint32_t>(v(idx));
+            v(idx) = static_cast<std::int32_t>(acc);
+          }
+        });
+  }
+}
+
+// Codes back to residuals (outliers, code 0, are filled in afterwards).
+template <class ExecSpace>
+void dequantize_codes(const ExecSpace& space,
+                      Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                      std::uint32_t radius,
+                      Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> v) {
+  Kokkos::parallel_for(
+      "ksz::lorenzo::dequantize_codes", Kokkos::RangePolicy<ExecSpace>(space, 0, codes.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t i) {
+        const std::uint16_t c = codes(i);
+        v(i) = c == 0 ? 0 : static_cast<std::int32_t>(c) - static_cast<std::int32_t>(radius);
+      });
+}
+
+// q back to values.
+template <class ExecSpace, class T>
+void dequantize(const ExecSpace& space,
+                Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> q, double step,
+                Kokkos::View<T*, typename ExecSpace::memory_space> out) {
+  Kokkos::parallel_for(
+      "ksz::lorenzo::dequantize", Kokkos::RangePolicy<ExecSpace>(space, 0, q.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t i) { out(i) = quantize::reconstruct<T>(q(i), step); });
+}
+
+}  // namespace ksz::lorenzo

@@ -1,0 +1,153 @@
+#include "src/api/ksz.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "src/container/container.hpp"
+#include "src/pipeline/lorenzo_pipeline.hpp"
+
+#ifndef KSZ_GIT_REV
+#define KSZ_GIT_REV "unknown"
+#endif
+
+namespace ksz {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+template <class T, class ExecSpace>
+std::vector<std::uint8_t> compress_on(const ExecSpace& space, const void* data, const Dims& dims,
+                                      const Options& opt, Report* report) {
+  using Mem = typename ExecSpace::memory_space;
+  const std::uint64_t n = dims.count();
+  Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
+      static_cast<const T*>(data), n);
+  if (report) report->stages.push_back({"copy to device", 0});
+  const auto t0 = Clock::now();
+  Kokkos::View<const T*, Mem> in;
+  if constexpr (std::is_same_v<Mem, Kokkos::HostSpace>) {
+    in = host;
+  } else {
+    Kokkos::View<T*, Mem> dev(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::input"), n);
+    Kokkos::deep_copy(space, dev, host);
+    space.fence();
+    in = dev;
+  }
+  if (report) report->stages.back().seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return pipeline::LorenzoPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
+}
+
+template <class T, class ExecSpace>
+void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Field& field, Report* report) {
+  using Mem = typename ExecSpace::memory_space;
+  Kokkos::View<T*, Mem> out;
+  pipeline::LorenzoPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
+  const auto t0 = Clock::now();
+  field.bytes.resize(out.extent(0) * sizeof(T));
+  Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
+      reinterpret_cast<T*>(field.bytes.data()), out.extent(0));
+  Kokkos::deep_copy(host, out);
+  if (report)
+    report->stages.push_back({"copy to host", std::chrono::duration<double>(Clock::now() - t0).count()});
+}
+
+double stage_sum(const Report& r) {
+  double s = 0;
+  for (const auto& st : r.stages)
+    if (st.name != "copy to device" && st.name != "copy to host") s += st.seconds;
+  return s;
+}
+
+}  // namespace
+
+void validate(DType dtype, const Dims& dims, const Options& opt) {
+  KSZ_EXPECTS(dtype == DType::F32 || dtype == DType::F64, "unknown dtype");
+  KSZ_EXPECTS(dims.rank >= 1 && dims.rank <= 4, "rank must be 1 to 4, got ", dims.rank);
+  std::uint64_t count = 1;
+  for (int i = 0; i < 4; ++i) {
+    KSZ_EXPECTS(dims.n[i] >= 1, "every extent must be at least 1 (extent ", i, " is ", dims.n[i], ")");
+    KSZ_EXPECTS(i < dims.rank || dims.n[i] == 1, "extents beyond the rank must be 1");
+    KSZ_EXPECTS(count <= container::kMaxElements / dims.n[i], "more than 2^40 elements");
+    count *= dims.n[i];
+  }
+  KSZ_EXPECTS(std::isfinite(opt.bound) && opt.bound > 0, "error bound must be a positive number, got ",
+              opt.bound);
+  KSZ_EXPECTS(opt.mode == ErrorMode::ABS || opt.mode == ErrorMode::REL,
+              "error-bound mode '", to_string(opt.mode), "' is not available in this version (abs, rel)");
+  KSZ_EXPECTS(opt.predictor == PredictorId::Lorenzo, "predictor '", to_string(opt.predictor),
+              "' is not available in this version (lorenzo)");
+  KSZ_EXPECTS(opt.radius >= 1 && opt.radius <= 32768, "radius must be in [1, 32768], got ", opt.radius);
+  KSZ_EXPECTS(opt.huffman_chunk >= 1 && opt.huffman_chunk <= (1u << 24),
+              "Huffman chunk must be in [1, 2^24], got ", opt.huffman_chunk);
+}
+
+std::vector<std::uint8_t> compress(const void* data, DType dtype, const Dims& dims, const Options& opt,
+                                   Report* report) {
+  validate(dtype, dims, opt);
+  KSZ_EXPECTS(data != nullptr, "null input buffer");
+  const auto t0 = Clock::now();
+  if (report) {
+    *report = Report{};
+    report->backend = resolve_backend(opt.backend);
+  }
+  auto out = with_backend(opt.backend, [&](auto space) {
+    using Space = decltype(space);
+    return dtype == DType::F64 ? compress_on<double, Space>(space, data, dims, opt, report)
+                               : compress_on<float, Space>(space, data, dims, opt, report);
+  });
+  if (report) {
+    report->total_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    report->device_seconds = stage_sum(*report);
+  }
+  return out;
+}
+
+Field decompress(const std::uint8_t* stream, std::size_t size, Backend backend, Report* report) {
+  const auto t0 = Clock::now();
+  if (report) {
+    *report = Report{};
+    report->backend = resolve_backend(backend);
+  }
+  const container::Parsed parsed = container::read(stream, size);
+  Field field;
+  field.dtype = parsed.header.dtype;
+  field.dims = parsed.header.dims;
+  with_backend(backend, [&](auto space) {
+    using Space = decltype(space);
+    if (field.dtype == DType::F64)
+      decompress_on<double, Space>(space, parsed, field, report);
+    else
+      decompress_on<float, Space>(space, parsed, field, report);
+  });
+  if (report) {
+    report->output_bytes = size;
+    report->total_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    report->device_seconds = stage_sum(*report);
+  }
+  return field;
+}
+
+StreamInfo inspect(const std::uint8_t* stream, std::size_t size) {
+  const container::Parsed p = container::read(stream, size);
+  const auto& h = p.header;
+  StreamInfo i{h.dtype, h.dims, h.mode, h.predictor, h.user_bound, h.abs_bound, h.value_min, h.value_max, 0, 0};
+  if (h.params.count(std::uint16_t(container::Param::OutlierCount)))
+    i.outliers = h.u64(container::Param::OutlierCount);
+  if (h.params.count(std::uint16_t(container::Param::VerbatimCount)))
+    i.verbatim = h.u64(container::Param::VerbatimCount);
+  return i;
+}
+
+std::string version_string() {
+  std::string s = KSZ_VERSION_STRING;
+  s += " (git " KSZ_GIT_REV ", Kokkos ";
+  s += std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
+       std::to_string(KOKKOS_VERSION % 100);
+  s += ", backends:";
+  for (Backend b : available_backends()) s += std::string(" ") + to_string(b);
+  s += ")";
+  return s;
+}
+
+}  // namespace ksz

@@ -1,0 +1,77 @@
+// ksz public C++ API: compress and decompress host buffers on any built
+// backend. Device-resident use goes through src/pipeline/lorenzo_pipeline.hpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/core/backends.hpp"
+#include "src/core/error.hpp"
+#include "src/core/types.hpp"
+
+namespace ksz {
+
+struct Options {
+  ErrorMode mode = ErrorMode::REL;           // how `bound` is read
+  double bound = 1e-4;                       // > 0; relative to the value range for REL
+  PredictorId predictor = PredictorId::Lorenzo;
+  std::uint32_t radius = 512;                // quantization radius: 2*radius Huffman symbols
+  std::uint32_t huffman_chunk = 4096;        // symbols per independently decodable chunk
+  Backend backend = Backend::Default;        // where the pipeline runs
+};
+
+struct StageTime {
+  std::string name;
+  double seconds = 0;
+};
+
+// What a run measured. GB/s figures divide the uncompressed size by time.
+struct Report {
+  Backend backend = Backend::Default;
+  std::vector<StageTime> stages;   // in pipeline order, device fenced in each
+  double total_seconds = 0;        // whole call, host<->device copies included
+  double device_seconds = 0;       // stages only (data already on the device)
+  std::uint64_t elements = 0;
+  std::uint64_t input_bytes = 0;   // uncompressed
+  std::uint64_t output_bytes = 0;  // compressed
+  std::uint64_t outliers = 0;      // residuals beyond the radius
+  std::uint64_t verbatim = 0;      // elements stored exactly (NaN, Inf, huge, rounding)
+  double abs_bound = 0;            // the resolved absolute bound
+  double value_min = 0, value_max = 0;
+};
+
+// Compresses `data` (dims.count() elements of dtype, fastest dimension first).
+// Throws InvalidInput for bad arguments, before any work.
+std::vector<std::uint8_t> compress(const void* data, DType dtype, const Dims& dims, const Options& opt,
+                                   Report* report = nullptr);
+
+struct Field {
+  DType dtype = DType::F32;
+  Dims dims;
+  std::vector<std::uint8_t> bytes;  // dims.count() * dtype_size(dtype)
+};
+
+// Decompresses a whole stream. Throws CorruptStream for anything not a valid
+// ksz stream; never returns a partial field.
+Field decompress(const std::uint8_t* stream, std::size_t size, Backend backend = Backend::Default,
+                 Report* report = nullptr);
+
+// Header facts without decompressing (validates the header and checksums).
+struct StreamInfo {
+  DType dtype;
+  Dims dims;
+  ErrorMode mode;
+  PredictorId predictor;
+  double user_bound, abs_bound;
+  double value_min, value_max;
+  std::uint64_t outliers, verbatim;
+};
+StreamInfo inspect(const std::uint8_t* stream, std::size_t size);
+
+// Checks caller arguments as compress() does (dims vs. element count, bound).
+void validate(DType dtype, const Dims& dims, const Options& opt);
+
+std::string version_string();  // "0.1.0 (git abc123, Kokkos 3.4.1, backends: openmp serial)"
+
+}  // namespace ksz

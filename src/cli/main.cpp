@@ -1,0 +1,328 @@
+// ksz command-line tool: compress, decompress, gen, info, demo.
+// Uses the public API only (src/api/ksz.hpp) plus the field generator.
+#include <CLI/CLI.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "portable/generate/field.hpp"
+#include "src/api/ksz.hpp"
+#include "src/cli/io.hpp"
+#include "src/cli/quality.hpp"
+
+namespace {
+
+using namespace ksz;
+
+// Prints "ksz: <what>... N s" to stderr every 2 s once a task has run for 2 s.
+class Progress {
+ public:
+  explicit Progress(std::string what) : m_what(std::move(what)), m_thread([this] { run(); }) {}
+  ~Progress() {
+    {
+      std::lock_guard<std::mutex> lk(m_mu);
+      m_done = true;
+    }
+    m_cv.notify_all();
+    m_thread.join();
+  }
+
+ private:
+  void run() {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::unique_lock<std::mutex> lk(m_mu);
+    while (!m_cv.wait_for(lk, std::chrono::seconds(2), [this] { return m_done; })) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "ksz: %s... %.0f s\n", m_what.c_str(), s);
+    }
+  }
+  std::string m_what;
+  std::mutex m_mu;
+  std::condition_variable m_cv;
+  bool m_done = false;
+  std::thread m_thread;
+};
+
+DType parse_dtype(const std::string& s) {
+  if (s == "f32" || s == "float" || s == "float32") return DType::F32;
+  if (s == "f64" || s == "double" || s == "float64") return DType::F64;
+  throw InvalidInput("unknown dtype '" + s + "' (f32, f64)");
+}
+
+ErrorMode parse_mode(const std::string& s) {
+  if (s == "abs") return ErrorMode::ABS;
+  if (s == "rel") return ErrorMode::REL;
+  if (s == "pwrel" || s == "pw_rel") return ErrorMode::PW_REL;
+  throw InvalidInput("unknown error-bound mode '" + s + "' (abs, rel, pwrel)");
+}
+
+PredictorId parse_predictor(const std::string& s) {
+  if (s == "lorenzo") return PredictorId::Lorenzo;
+  if (s == "interp") return PredictorId::Interp;
+  if (s == "szx") return PredictorId::SZx;
+  throw InvalidInput("unknown predictor '" + s + "' (lorenzo, interp, szx)");
+}
+
+Dims parse_dims(const std::vector<std::uint64_t>& v) {
+  KSZ_EXPECTS(!v.empty() && v.size() <= 4, "give 1 to 4 extents, fastest-varying first (e.g. -d 512,512,512)");
+  Dims d;
+  d.rank = static_cast<int>(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    KSZ_EXPECTS(v[i] >= 1, "extents must be at least 1");
+    d.n[i] = v[i];
+  }
+  return d;
+}
+
+double gbps(double bytes, double s) { return s > 0 ? bytes / s / 1e9 : 0; }
+
+void print_stages(const Report& r, const char* what) {
+  std::printf("%s on %s:\n", what, to_string(r.backend));
+  for (const auto& s : r.stages)
+    std::printf("  %-18s %9.3f ms  %8.2f GB/s\n", s.name.c_str(), s.seconds * 1e3,
+                gbps(double(r.input_bytes), s.seconds));
+  std::printf("  %-18s %9.3f ms  %8.2f GB/s  (stages, data on the device)\n", "kernels", r.device_seconds * 1e3,
+              gbps(double(r.input_bytes), r.device_seconds));
+  std::printf("  %-18s %9.3f ms  %8.2f GB/s  (whole call, host copies included)\n", "end to end",
+              r.total_seconds * 1e3, gbps(double(r.input_bytes), r.total_seconds));
+}
+
+// Prints the summary table and returns false if the bound was violated.
+bool print_summary(const Report& c, const cli::Quality& q, std::uint64_t n) {
+  const double ratio = double(c.input_bytes) / double(c.output_bytes);
+  std::printf("elements %llu, resolved abs bound %.6g, range [%.6g, %.6g]\n", (unsigned long long)n,
+              c.abs_bound, c.value_min, c.value_max);
+  std::printf("ratio %.3f  bit rate %.4f bits/value  outliers %llu  verbatim %llu\n", ratio,
+              8.0 * double(c.output_bytes) / double(n), (unsigned long long)c.outliers,
+              (unsigned long long)c.verbatim);
+  std::printf("PSNR %.2f dB  NRMSE %.4g  max abs error %.6g (bound %.6g)\n", q.psnr, q.nrmse, q.max_abs_error,
+              c.abs_bound);
+  const bool ok = q.over_bound == 0 && q.nonfinite_mismatch == 0;
+  std::printf("error bound respected on every element: %s", ok ? "yes" : "NO");
+  if (!ok)
+    std::printf(" (%llu over the bound, %llu non-finite mismatches)", (unsigned long long)q.over_bound,
+                (unsigned long long)q.nonfinite_mismatch);
+  std::printf("\n");
+  return ok;
+}
+
+template <class T>
+std::vector<std::uint8_t> generate_on(Backend b, const generate::FieldSpec& spec) {
+  return with_backend(b, [&](auto space) {
+    using Space = decltype(space);
+    const std::uint64_t n = spec.n0 * spec.n1 * spec.n2;
+    Kokkos::View<T*, typename Space::memory_space> dev("ksz::generated", n);
+    generate::fill<Space, T>(space, spec, dev);
+    std::vector<std::uint8_t> out(n * sizeof(T));
+    Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
+        reinterpret_cast<T*>(out.data()), n);
+    Kokkos::deep_copy(h, dev);
+    return out;
+  });
+}
+
+std::vector<std::uint8_t> generate_field(Backend b, DType t, const Dims& d, generate::Kind kind,
+                                         std::uint32_t seed) {
+  const Shape3 s = effective_shape(d);
+  generate::FieldSpec spec{kind, seed, s.n[0], s.n[1], s.n[2]};
+  return t == DType::F64 ? generate_on<double>(b, spec) : generate_on<float>(b, spec);
+}
+
+generate::Kind parse_kind(const std::string& k) {
+  if (k == "turbulent") return generate::Kind::Turbulent;
+  if (k == "smooth") return generate::Kind::Smooth;
+  if (k == "noise") return generate::Kind::Noise;
+  throw InvalidInput("unknown field kind '" + k + "' (turbulent, smooth, noise)");
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"ksz: error-bounded lossy compression of scientific floating-point data"};
+  app.require_subcommand(1);
+  app.fallthrough();  // --backend and --threads also after the subcommand
+  app.set_version_flag("--version", version_string());
+  std::string backend_name = "default";
+  int threads = 0;
+  app.add_option("--backend", backend_name, "serial, openmp or cuda (default: the build's fastest)");
+  app.add_option("--threads", threads, "OpenMP threads (default: OMP_NUM_THREADS or all cores)");
+
+  std::string in, out, dtype = "f32", mode = "rel", predictor = "lorenzo", kind = "turbulent";
+  std::vector<std::uint64_t> dims;
+  double bound = 1e-4;
+  std::uint32_t radius = 512, seed = 1;
+  bool report = false;
+
+  auto* c = app.add_subcommand("compress", "compress a raw little-endian array");
+  c->add_option("-i,--input", in, "raw input file")->required();
+  c->add_option("-o,--output", out, "compressed output (.ksz)")->required();
+  c->add_option("-t,--type", dtype, "f32 or f64")->capture_default_str();
+  c->add_option("-d,--dims", dims, "extents, fastest-varying first: -d 512,512,512")->required()->delimiter(',');
+  c->add_option("-m,--mode", mode, "error-bound mode: abs or rel (value-range relative)")->capture_default_str();
+  c->add_option("-e,--error", bound, "error bound")->capture_default_str();
+  c->add_option("--predictor", predictor, "lorenzo")->capture_default_str();
+  c->add_option("--radius", radius, "quantization radius (2*radius Huffman symbols)")->capture_default_str();
+  c->add_flag("--report", report, "print ratio, quality and per-stage throughput (decompresses in memory)");
+
+  auto* d = app.add_subcommand("decompress", "decompress a .ksz stream to a raw array");
+  d->add_option("-i,--input", in, "compressed input (.ksz)")->required();
+  d->add_option("-o,--output", out, "raw output file")->required();
+  d->add_flag("--report", report, "print per-stage throughput");
+
+  auto* g = app.add_subcommand("gen", "write a generated field (fBm value noise, power-law spectrum)");
+  g->add_option("-o,--output", out, "raw output file")->required();
+  g->add_option("-t,--type", dtype, "f32 or f64")->capture_default_str();
+  g->add_option("-d,--dims", dims, "extents, fastest first")->required()->delimiter(',');
+  g->add_option("--kind", kind, "turbulent (k^-5/3), smooth, noise")->capture_default_str();
+  g->add_option("--seed", seed, "random seed")->capture_default_str();
+
+  auto* info = app.add_subcommand("info", "print a .ksz stream's header");
+  info->add_option("-i,--input", in, "compressed input (.ksz)")->required();
+
+  auto* demo = app.add_subcommand("demo", "generate a field, compress, decompress, check (the main job)");
+  dims = {};
+  demo->add_option("-d,--dims", dims, "extents (default 256,256,256)")->delimiter(',');
+  demo->add_option("-e,--error", bound, "REL error bound")->capture_default_str();
+  demo->add_option("--kind", kind, "turbulent, smooth, noise")->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "ksz: error: %s (see ksz --help)\n", e.what());
+    return 2;
+  }
+
+  if (threads > 0) ::setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  std::vector<std::string> kargs = {argv[0], "--kokkos-disable-warnings"};
+  std::vector<char*> kargv;
+  for (auto& s : kargs) kargv.push_back(s.data());
+  int kargc = static_cast<int>(kargv.size());
+  Kokkos::ScopeGuard kokkos(kargc, kargv.data());
+  const Backend backend = parse_backend(backend_name);
+
+  if (*c) {
+    Options opt;
+    opt.mode = parse_mode(mode);
+    opt.bound = bound;
+    opt.predictor = parse_predictor(predictor);
+    opt.radius = radius;
+    opt.backend = backend;
+    const DType t = parse_dtype(dtype);
+    const Dims dd = parse_dims(dims);
+    validate(t, dd, opt);
+    const auto raw = cli::read_file(in);
+    KSZ_EXPECTS(raw.size() == dd.count() * dtype_size(t), "'", in, "' has ", raw.size(), " bytes; ",
+                dd.str(), " ", to_string(t), " needs ", dd.count() * dtype_size(t));
+    Report rc;
+    std::vector<std::uint8_t> stream;
+    {
+      Progress p("compressing");
+      stream = compress(raw.data(), t, dd, opt, &rc);
+    }
+    cli::write_file_atomic(out, stream.data(), stream.size());
+    if (!report) return 0;
+    Report rd;
+    Field f;
+    {
+      Progress p("decompressing to check");
+      f = decompress(stream.data(), stream.size(), backend, &rd);
+    }
+    print_stages(rc, "compress");
+    print_stages(rd, "decompress");
+    const auto q = cli::assess(raw.data(), f.bytes.data(), t, dd.count(), rc.abs_bound);
+    return print_summary(rc, q, dd.count()) ? 0 : 3;
+  }
+  if (*d) {
+    const auto stream = cli::read_file(in);
+    Report rd;
+    Field f;
+    {
+      Progress p("decompressing");
+      f = decompress(stream.data(), stream.size(), backend, &rd);
+    }
+    cli::write_file_atomic(out, f.bytes.data(), f.bytes.size());
+    if (report) {
+      rd.output_bytes = stream.size();
+      print_stages(rd, "decompress");
+      std::printf("ratio %.3f\n", double(f.bytes.size()) / double(stream.size()));
+    }
+    return 0;
+  }
+  if (*g) {
+    const DType t = parse_dtype(dtype);
+    const Dims dd = parse_dims(dims);
+    validate(t, dd, Options{});
+    std::vector<std::uint8_t> bytes;
+    {
+      Progress p("generating");
+      bytes = generate_field(backend, t, dd, parse_kind(kind), seed);
+    }
+    cli::write_file_atomic(out, bytes.data(), bytes.size());
+    return 0;
+  }
+  if (*info) {
+    const auto stream = cli::read_file(in);
+    const StreamInfo i = inspect(stream.data(), stream.size());
+    std::printf("dtype %s  dims %s  mode %s  bound %.6g (abs %.6g)  predictor %s\n", to_string(i.dtype),
+                i.dims.str().c_str(), to_string(i.mode), i.user_bound, i.abs_bound, to_string(i.predictor));
+    std::printf("value range [%.6g, %.6g]  outliers %llu  verbatim %llu  ratio %.3f\n", i.value_min, i.value_max,
+                (unsigned long long)i.outliers, (unsigned long long)i.verbatim,
+                double(i.dims.count() * dtype_size(i.dtype)) / double(stream.size()));
+    return 0;
+  }
+  if (*demo) {
+    const Dims dd = parse_dims(dims.empty() ? std::vector<std::uint64_t>{256, 256, 256} : dims);
+    Options opt;
+    opt.bound = bound;
+    opt.backend = backend;
+    validate(DType::F32, dd, opt);
+    std::printf("ksz %s\n", version_string().c_str());
+    std::printf("generated %s field %s f32 (fBm value noise, seed 1), REL bound %g\n", kind.c_str(),
+                dd.str().c_str(), bound);
+    std::vector<std::uint8_t> raw;
+    {
+      Progress p("generating");
+      raw = generate_field(backend, DType::F32, dd, parse_kind(kind), 1);
+    }
+    Report rc, rd;
+    std::vector<std::uint8_t> stream;
+    Field f;
+    {
+      Progress p("compressing");
+      stream = compress(raw.data(), DType::F32, dd, opt, &rc);
+    }
+    {
+      Progress p("decompressing");
+      f = decompress(stream.data(), stream.size(), backend, &rd);
+    }
+    print_stages(rc, "compress");
+    print_stages(rd, "decompress");
+    const auto q = cli::assess(raw.data(), f.bytes.data(), DType::F32, dd.count(), rc.abs_bound);
+    return print_summary(rc, q, dd.count()) ? 0 : 3;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const ksz::CorruptStream& e) {
+    std::fprintf(stderr, "ksz: error: %s\n", e.what());
+  } catch (const ksz::InvalidInput& e) {
+    std::fprintf(stderr, "ksz: error: %s\n", e.what());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "ksz: error: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ksz: error: %s\n", e.what());
+  }
+  return 1;
+}

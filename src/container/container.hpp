@@ -1,0 +1,85 @@
+// Container v1: magic, version, size-prefixed header, segment table, payload.
+// The byte layout is specified in FORMAT.md beside this file; keep them in step.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/core/types.hpp"
+
+namespace ksz::container {
+
+constexpr std::uint16_t kFormatMajor = 1;
+constexpr std::uint16_t kFormatMinor = 0;
+constexpr std::uint8_t kMagic[8] = {0x89, 'K', 'S', 'Z', 0x0D, 0x0A, 0x1A, 0x0A};
+// Hostile-header guards: no field may ask for more than this many elements.
+constexpr std::uint64_t kMaxElements = std::uint64_t(1) << 40;
+
+// Header parameter keys (TLV). Numeric values are part of the format.
+enum class Param : std::uint16_t {
+  QuantStep = 1,       // f64: quantization step (2 x abs bound, except degenerate fields)
+  Radius = 2,          // u32: quantization radius; codes are [0, 2*radius)
+  LorenzoChunk = 3,    // u32[3]: prediction chunk extents, fastest first
+  HuffmanChunk = 4,    // u32: symbols per independently decodable Huffman chunk
+  OutlierCount = 5,    // u64
+  VerbatimCount = 6,   // u64
+};
+
+// Segment ids. Numeric values are part of the format.
+enum class SegmentId : std::uint16_t {
+  HuffmanLengths = 1,       // u8 per symbol: canonical code lengths
+  HuffmanChunkOffsets = 2,  // u64 per chunk + 1: word offsets into HuffmanWords
+  HuffmanWords = 3,         // u32 words, MSB-first bit packing
+  OutlierIndex = 4,         // u32 or u64 (u64 when elements > 2^32) per outlier, increasing
+  OutlierValue = 5,         // i32 per outlier: the prediction residual
+  VerbatimIndex = 6,        // as OutlierIndex
+  VerbatimValue = 7,        // f32 or f64 per verbatim element: the exact input bits
+};
+
+struct Header {
+  DType dtype = DType::F32;
+  Dims dims;
+  ErrorMode mode = ErrorMode::ABS;
+  PredictorId predictor = PredictorId::Lorenzo;
+  CodecId codec = CodecId::Huffman;
+  LosslessId lossless = LosslessId::None;
+  double user_bound = 0;   // as the user gave it (relative for REL/PW_REL)
+  double abs_bound = 0;    // resolved absolute bound: the contract every element meets
+  double value_min = 0;    // over finite input values (0 if none)
+  double value_max = 0;
+  std::map<std::uint16_t, std::vector<std::uint8_t>> params;  // TLV, unknown keys kept
+
+  void set_u32(Param k, std::uint32_t v);
+  void set_u64(Param k, std::uint64_t v);
+  void set_f64(Param k, double v);
+  void set_u32s(Param k, const std::vector<std::uint32_t>& v);
+  // Getters throw CorruptStream if a required key is missing or malformed.
+  std::uint32_t u32(Param k) const;
+  std::uint64_t u64(Param k) const;
+  double f64(Param k) const;
+  std::vector<std::uint32_t> u32s(Param k, std::size_t count) const;
+};
+
+struct Segment {
+  SegmentId id;
+  const std::uint8_t* data;
+  std::uint64_t size;
+};
+
+// Serializes header + segments into one stream.
+std::vector<std::uint8_t> write(const Header& h, const std::vector<Segment>& segments);
+
+struct Parsed {
+  Header header;
+  std::vector<Segment> segments;  // pointing into the caller's buffer
+  const Segment* find(SegmentId id) const;   // nullptr if absent
+  const Segment& require(SegmentId id) const;  // throws CorruptStream if absent
+};
+
+// Validates magic, version, sizes, header fields and every checksum.
+// Throws CorruptStream with a one-line reason; never reads outside [data, data+size).
+Parsed read(const std::uint8_t* data, std::size_t size);
+
+}  // namespace ksz::container

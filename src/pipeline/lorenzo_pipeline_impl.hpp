@@ -1,0 +1,336 @@
+// Template bodies of LorenzoPipeline; included by the instantiation unit only.
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "portable/encode/huffman/codebook.hpp"
+#include "portable/encode/huffman/huffman.hpp"
+#include "portable/histogram/histogram.hpp"
+#include "portable/predict/lorenzo/lorenzo.hpp"
+#include "portable/quantize/outliers.hpp"
+#include "portable/quantize/prequant.hpp"
+#include "src/pipeline/lorenzo_pipeline.hpp"
+#include "src/pipeline/stage_timer.hpp"
+
+namespace ksz::pipeline {
+namespace impl {
+
+using container::Param;
+using container::SegmentId;
+
+struct Range {
+  double min, max;
+  bool any_finite;
+};
+
+template <class ExecSpace, class T>
+Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
+  using MM = Kokkos::MinMax<double>;
+  typename MM::value_type r;
+  Kokkos::parallel_reduce(
+      "ksz::value_range", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t i, typename MM::value_type& acc) {
+        const double v = static_cast<double>(in(i));
+        if (v - v == 0) {  // finite: NaN and Inf give NaN
+          if (v < acc.min_val) acc.min_val = v;
+          if (v > acc.max_val) acc.max_val = v;
+        }
+      },
+      MM(r));
+  Range out{r.min_val, r.max_val, r.min_val <= r.max_val};
+  if (!out.any_finite) out.min = out.max = 0;
+  return out;
+}
+
+// Quantization parameters from the resolved bound. A zero bound (a constant
+// field under REL) still needs a step: one that reproduces the constant exactly.
+inline quantize::QuantParams quant_params(double abs_bound, const Range& r) {
+  double step = 2 * abs_bound;
+  if (!(step > 0)) step = (r.any_finite && r.max != 0) ? std::fabs(r.max) : 1.0;
+  if (!std::isfinite(step)) step = std::numeric_limits<double>::max();
+  return {step, 1.0 / step, abs_bound};
+}
+
+inline std::size_t index_width(std::uint64_t n) { return n > 0xFFFFFFFFull ? 8 : 4; }
+
+template <class Mem>
+std::vector<std::uint8_t> pack_indices(Kokkos::View<std::uint64_t*, Mem> idx, std::uint64_t n) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), idx);
+  const std::size_t w = index_width(n);
+  std::vector<std::uint8_t> out(h.extent(0) * w);
+  for (std::size_t j = 0; j < h.extent(0); ++j) {
+    if (w == 4) {
+      const auto v = static_cast<std::uint32_t>(h(j));
+      std::memcpy(out.data() + 4 * j, &v, 4);
+    } else {
+      std::memcpy(out.data() + 8 * j, &h(j), 8);
+    }
+  }
+  return out;
+}
+
+template <class ExecSpace>
+Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> unpack_indices(const ExecSpace& space,
+                                                                               const container::Segment& s,
+                                                                               std::uint64_t count,
+                                                                               std::uint64_t n, const char* what) {
+  const std::size_t w = index_width(n);
+  KSZ_STREAM_CHECK(s.size == count * w, what, " index segment has ", s.size, " bytes, expected ", count * w);
+  Kokkos::View<std::uint64_t*, Kokkos::HostSpace> h("ksz::indices_host", count);
+  for (std::uint64_t j = 0; j < count; ++j) {
+    if (w == 4) {
+      std::uint32_t v;
+      std::memcpy(&v, s.data + 4 * j, 4);
+      h(j) = v;
+    } else {
+      std::memcpy(&h(j), s.data + 8 * j, 8);
+    }
+  }
+  Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> d("ksz::indices", count);
+  Kokkos::deep_copy(space, d, h);
+  outliers::validate_indices<ExecSpace>(space, d, n, what);
+  return d;
+}
+
+template <class V, class Mem>
+std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {
+  std::vector<std::uint8_t> out(count * sizeof(V));
+  if (count == 0) return out;
+  Kokkos::View<V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
+      reinterpret_cast<V*>(out.data()), count);
+  Kokkos::deep_copy(h, Kokkos::subview(v, std::make_pair(std::uint64_t(0), count)));
+  return out;
+}
+
+template <class V, class ExecSpace>
+Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& space, const container::Segment& s,
+                                                              std::uint64_t count, const char* what) {
+  KSZ_STREAM_CHECK(s.size == count * sizeof(V), what, " segment has ", s.size, " bytes, expected ",
+                   count * sizeof(V));
+  Kokkos::View<V*, typename ExecSpace::memory_space> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(what)),
+                                                       count);
+  if (count == 0) return d;
+  // Segment bytes need not be aligned for V: copy through an aligned host buffer.
+  Kokkos::View<V*, Kokkos::HostSpace> h(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::staging"), count);
+  std::memcpy(h.data(), s.data, s.size);
+  Kokkos::deep_copy(space, d, h);
+  space.fence();
+  return d;
+}
+
+inline lorenzo::Geometry geometry(const Dims& dims, const std::uint32_t c[3]) {
+  const Shape3 s = effective_shape(dims);
+  lorenzo::Geometry g;
+  g.n0 = s.n[0];
+  g.n1 = s.n[1];
+  g.n2 = s.n[2];
+  g.c0 = c[0];
+  g.c1 = c[1];
+  g.c2 = c[2];
+  return g;
+}
+
+template <class T>
+constexpr DType dtype_of() {
+  return sizeof(T) == 8 ? DType::F64 : DType::F32;
+}
+
+}  // namespace impl
+
+template <class ExecSpace>
+template <class T>
+std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& space,
+                                                              Kokkos::View<const T*, Mem> in, const Dims& dims,
+                                                              const Options& opt, Report* report) {
+  using namespace impl;
+  const std::uint64_t n = dims.count();
+  KSZ_EXPECTS(in.extent(0) == n, "input has ", in.extent(0), " elements, dims say ", n);
+  StageTimer<ExecSpace> timer(space, report);
+
+  // Bound resolution needs the value range (REL), which the header keeps anyway.
+  const Range range = value_range<ExecSpace, T>(space, in);
+  double abs_bound = opt.bound;
+  if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
+  const quantize::QuantParams qp = quant_params(abs_bound, range);
+  timer.mark("value range");
+
+  std::uint32_t chunk[3];
+  const Shape3 shape = effective_shape(dims);
+  lorenzo::default_chunk(shape.rank, chunk);
+  const lorenzo::Geometry g = geometry(dims, chunk);
+
+  Kokkos::View<std::int32_t*, Mem> q(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::q"), n);
+  lorenzo::prequantize<ExecSpace, T>(space, in, qp, q);
+  timer.mark("prequantize");
+
+  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+  lorenzo::predict_quantize<ExecSpace>(space, g, q, opt.radius, codes);
+  timer.mark("predict+quantize");
+
+  const std::uint32_t nsym = 2 * opt.radius;
+  Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
+  histogram::histogram<ExecSpace>(space, codes, hist);
+  auto hist_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
+  timer.mark("histogram");
+
+  const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
+  const huffman::DeviceCodebook<ExecSpace> dbook(book);
+  timer.mark("codebook");
+
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk);
+  timer.mark("huffman encode");
+
+  const Kokkos::View<const std::int32_t*, Mem> qc = q;
+  const lorenzo::Geometry geo = g;
+  const auto out_idx = outliers::compact_indices(
+      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::outlier_index");
+  Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
+                                           out_idx.extent(0));
+  Kokkos::parallel_for(
+      "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = lorenzo::residual(geo, qc, out_idx(j)); });
+  const auto verb_idx = outliers::compact_indices(
+      space, n,
+      KOKKOS_LAMBDA(const std::uint64_t i) {
+        std::int32_t v;
+        return !quantize::prequantize<T>(in(i), qp, v);
+      },
+      "ksz::verbatim_index");
+  Kokkos::View<T*, Mem> verb_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
+                                 verb_idx.extent(0));
+  Kokkos::parallel_for(
+      "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_idx.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t j) { verb_val(j) = in(verb_idx(j)); });
+  timer.mark("outliers");
+
+  // Segments to the host, then the container.
+  std::vector<std::uint8_t> lengths(book.lengths.begin(), book.lengths.end());
+  const auto offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
+  const auto words = to_host_bytes(enc.words, enc.n_words);
+  const auto oi = pack_indices(out_idx, n);
+  const auto ov = to_host_bytes(out_val, out_val.extent(0));
+  const auto vi = pack_indices(verb_idx, n);
+  const auto vv = to_host_bytes(verb_val, verb_val.extent(0));
+
+  container::Header h;
+  h.dtype = dtype_of<T>();
+  h.dims = dims;
+  h.mode = opt.mode;
+  h.predictor = PredictorId::Lorenzo;
+  h.codec = CodecId::Huffman;
+  h.user_bound = opt.bound;
+  h.abs_bound = abs_bound;
+  h.value_min = range.min;
+  h.value_max = range.max;
+  h.set_f64(Param::QuantStep, qp.step);
+  h.set_u32(Param::Radius, opt.radius);
+  h.set_u32s(Param::LorenzoChunk, {chunk[0], chunk[1], chunk[2]});
+  h.set_u32(Param::HuffmanChunk, opt.huffman_chunk);
+  h.set_u64(Param::OutlierCount, out_idx.extent(0));
+  h.set_u64(Param::VerbatimCount, verb_idx.extent(0));
+  auto stream = container::write(h, {{SegmentId::HuffmanLengths, lengths.data(), lengths.size()},
+                                     {SegmentId::HuffmanChunkOffsets, offsets.data(), offsets.size()},
+                                     {SegmentId::HuffmanWords, words.data(), words.size()},
+                                     {SegmentId::OutlierIndex, oi.data(), oi.size()},
+                                     {SegmentId::OutlierValue, ov.data(), ov.size()},
+                                     {SegmentId::VerbatimIndex, vi.data(), vi.size()},
+                                     {SegmentId::VerbatimValue, vv.data(), vv.size()}});
+  timer.mark("gather+container");
+  if (report) {
+    report->elements = n;
+    report->input_bytes = n * sizeof(T);
+    report->output_bytes = stream.size();
+    report->outliers = out_idx.extent(0);
+    report->verbatim = verb_idx.extent(0);
+    report->abs_bound = abs_bound;
+    report->value_min = range.min;
+    report->value_max = range.max;
+  }
+  return stream;
+}
+
+template <class ExecSpace>
+template <class T>
+void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const container::Parsed& s,
+                                            Kokkos::View<T*, Mem>& out, Report* report) {
+  using namespace impl;
+  const container::Header& h = s.header;
+  KSZ_STREAM_CHECK(h.dtype == dtype_of<T>(), "dtype mismatch");
+  KSZ_STREAM_CHECK(h.predictor == PredictorId::Lorenzo && h.codec == CodecId::Huffman,
+                   "not a Lorenzo+Huffman stream");
+  const std::uint64_t n = h.dims.count();
+  const std::uint32_t radius = h.u32(Param::Radius);
+  KSZ_STREAM_CHECK(radius >= 1 && radius <= 32768, "radius ", radius, " out of range");
+  const auto chunk = h.u32s(Param::LorenzoChunk, 3);
+  for (auto c : chunk) KSZ_STREAM_CHECK(c >= 1, "chunk extent 0");
+  const std::uint32_t hchunk = h.u32(Param::HuffmanChunk);
+  KSZ_STREAM_CHECK(hchunk >= 1 && hchunk <= (1u << 24), "Huffman chunk ", hchunk, " out of range");
+  const double step = h.f64(Param::QuantStep);
+  KSZ_STREAM_CHECK(std::isfinite(step) && step > 0, "quantization step is not a positive number");
+  const std::uint64_t n_out = h.u64(Param::OutlierCount), n_verb = h.u64(Param::VerbatimCount);
+  KSZ_STREAM_CHECK(n_out <= n && n_verb <= n, "outlier counts exceed the element count");
+
+  const auto& words_seg = s.require(SegmentId::HuffmanWords);
+  KSZ_STREAM_CHECK(words_seg.size % 4 == 0, "Huffman words segment is not whole words");
+  const std::uint64_t n_words = words_seg.size / 4;
+  // Every symbol takes at least one bit: a header claiming more elements than
+  // the stream has bits is corrupt (and would make us allocate absurd memory).
+  KSZ_STREAM_CHECK(n <= n_words * 32, "header claims ", n, " elements but the stream holds at most ",
+                   n_words * 32);
+  const std::uint64_t n_chunks = (n + hchunk - 1) / hchunk;
+
+  StageTimer<ExecSpace> timer(space, report);
+  const auto& len_seg = s.require(SegmentId::HuffmanLengths);
+  KSZ_STREAM_CHECK(len_seg.size == 2ull * radius, "codebook has ", len_seg.size, " lengths, expected ",
+                   2ull * radius);
+  const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
+  const huffman::DeviceCodebook<ExecSpace> dbook(book);
+  auto words = to_device<std::uint32_t>(space, words_seg, n_words, "Huffman words");
+  auto offsets =
+      to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
+  auto oi = unpack_indices(space, s.require(SegmentId::OutlierIndex), n_out, n, "outlier");
+  auto ov = to_device<std::int32_t>(space, s.require(SegmentId::OutlierValue), n_out, "outlier values");
+  auto vi = unpack_indices(space, s.require(SegmentId::VerbatimIndex), n_verb, n, "verbatim");
+  auto vv = to_device<T>(space, s.require(SegmentId::VerbatimValue), n_verb, "verbatim values");
+  timer.mark("copy to device");
+
+  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+  huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes);
+  timer.mark("huffman decode");
+
+  // Outliers are exactly the code-0 positions: same count, every index a 0.
+  std::uint64_t zeros = 0, mismatched = 0;
+  Kokkos::parallel_reduce(
+      "ksz::count_zero_codes", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+      KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) { acc += codes(i) == 0 ? 1 : 0; }, zeros);
+  Kokkos::parallel_reduce(
+      "ksz::check_outlier_positions", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
+      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += codes(oi(j)) == 0 ? 0 : 1; },
+      mismatched);
+  KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
+  Kokkos::View<std::int32_t*, Mem> v(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
+  lorenzo::dequantize_codes<ExecSpace>(space, codes, radius, v);
+  outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, v);
+  timer.mark("outliers");
+
+  const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
+  lorenzo::reconstruct<ExecSpace>(space, geometry(h.dims, c3), v);
+  timer.mark("lorenzo inverse");
+
+  out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
+  lorenzo::dequantize<ExecSpace, T>(space, v, step, out);
+  outliers::scatter<ExecSpace, T>(space, vi, vv, out);
+  timer.mark("dequantize");
+  if (report) {
+    report->elements = n;
+    report->input_bytes = n * sizeof(T);
+    report->outliers = n_out;
+    report->verbatim = n_verb;
+    report->abs_bound = h.abs_bound;
+    report->value_min = h.value_min;
+    report->value_max = h.value_max;
+  }
+}
+
+}  // namespace ksz::pipeline

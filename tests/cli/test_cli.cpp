@@ -1,0 +1,113 @@
+// The ksz command line: a full round trip, and bad input answered by a clear
+// one-line error, a non-zero exit and no output file.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "tests/common/fields.hpp"
+
+#ifdef KSZ_CLI_PATH
+namespace ksz::test {
+namespace {
+
+struct CliResult {
+  int code;
+  std::string err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/ksz-cli-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    m_dir = tmpl;
+  }
+  void TearDown() override { std::system(("rm -rf '" + m_dir + "'").c_str()); }
+  std::string path(const std::string& name) const { return m_dir + "/" + name; }
+  CliResult run_ksz(const std::string& args) const {
+    const std::string err = path("stderr.txt");
+    const std::string cmd = std::string(KSZ_CLI_PATH) + " --backend serial " + args + " >/dev/null 2>'" + err + "'";
+    const int st = std::system(cmd.c_str());
+    std::ifstream f(err);
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, text};
+  }
+  static bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
+  void write(const std::string& name, const std::vector<std::uint8_t>& bytes) const {
+    std::ofstream(path(name), std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  std::vector<std::uint8_t> read(const std::string& name) const {
+    std::ifstream f(path(name), std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+  }
+  // A clean failure: non-zero exit, one line naming the problem, no output.
+  void expect_clean_failure(const CliResult& r, const std::string& output, const std::string& needle) const {
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.err.find("ksz: error: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(exists(output)) << output << " was left behind";
+  }
+  std::string m_dir;
+};
+
+TEST_F(Cli, GenCompressDecompressRoundTrip) {
+  ASSERT_EQ(run_ksz("gen -o " + path("f.f32") + " -t f32 -d 48,32,16 --kind turbulent").code, 0);
+  ASSERT_EQ(read("f.f32").size(), 48u * 32 * 16 * 4);
+  ASSERT_EQ(run_ksz("compress -i " + path("f.f32") + " -o " + path("f.ksz") + " -t f32 -d 48,32,16 -m abs -e 1e-3 --report").code, 0);
+  ASSERT_EQ(run_ksz("decompress -i " + path("f.ksz") + " -o " + path("g.f32")).code, 0);
+  ASSERT_EQ(run_ksz("info -i " + path("f.ksz")).code, 0);
+  const auto a = read("f.f32"), b = read("g.f32");
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_TRUE(within_bound(reinterpret_cast<const float*>(a.data()), reinterpret_cast<const float*>(b.data()),
+                           a.size() / 4, 1e-3));
+}
+
+TEST_F(Cli, RejectsBadArguments) {
+  ASSERT_EQ(run_ksz("gen -o " + path("f.f32") + " -t f32 -d 10,10").code, 0);
+  const std::string base = "compress -i " + path("f.f32") + " -o " + path("o.ksz");
+  expect_clean_failure(run_ksz(base + " -t f32 -d 10,11"), path("o.ksz"), "bytes");
+  expect_clean_failure(run_ksz(base + " -t f32 -d 10,10 -e 0"), path("o.ksz"), "bound");
+  expect_clean_failure(run_ksz(base + " -t f32 -d 10,10 -e -1"), path("o.ksz"), "bound");
+  expect_clean_failure(run_ksz(base + " -t f32 -d 10,10 -e nan"), path("o.ksz"), "bound");
+  expect_clean_failure(run_ksz(base + " -t f16 -d 10,10"), path("o.ksz"), "dtype");
+  expect_clean_failure(run_ksz(base + " -t f32 -d 10,10 -m foo"), path("o.ksz"), "mode");
+  expect_clean_failure(run_ksz(base + " -t f32 -d 0,10"), path("o.ksz"), "extent");
+  expect_clean_failure(run_ksz(base + " -t f32 -d 10,10,10,10,10"), path("o.ksz"), "extents");
+  expect_clean_failure(run_ksz("compress -i " + path("missing.f32") + " -o " + path("o.ksz") + " -t f32 -d 10"),
+                       path("o.ksz"), "missing.f32");
+  write("empty.f32", {});
+  expect_clean_failure(run_ksz("compress -i " + path("empty.f32") + " -o " + path("o.ksz") + " -t f32 -d 10"),
+                       path("o.ksz"), "bytes");
+  expect_clean_failure(run_ksz("compress -i " + path("f.f32") + " -o " + m_dir + "/no/such/dir/o.ksz -t f32 -d 10,10"),
+                       path("o.ksz"), "cannot write");
+  expect_clean_failure(run_ksz("compress -i " + path("f.f32") + " -t f32 -d 10,10"), path("o.ksz"), "output");
+  expect_clean_failure(run_ksz("frobnicate"), path("o.ksz"), "subcommand");
+}
+
+TEST_F(Cli, RejectsBadStreams) {
+  ASSERT_EQ(run_ksz("gen -o " + path("f.f32") + " -t f64 -d 300").code, 0);
+  ASSERT_EQ(run_ksz("compress -i " + path("f.f32") + " -o " + path("f.ksz") + " -t f64 -d 300 -e 1e-3").code, 0);
+  const auto good = read("f.ksz");
+  const std::string out = path("o.raw");
+  for (std::size_t len : {std::size_t(0), std::size_t(7), std::size_t(20), good.size() / 2, good.size() - 1}) {
+    write("t.ksz", std::vector<std::uint8_t>(good.begin(), good.begin() + len));
+    expect_clean_failure(run_ksz("decompress -i " + path("t.ksz") + " -o " + out), out,
+                         len == 0 || len == 7 ? "short" : "");
+  }
+  auto flipped = good;
+  flipped[good.size() - 3] ^= 0x10;
+  write("b.ksz", flipped);
+  expect_clean_failure(run_ksz("decompress -i " + path("b.ksz") + " -o " + out), out, "checksum");
+  write("x.ksz", read("f.f32"));
+  expect_clean_failure(run_ksz("decompress -i " + path("x.ksz") + " -o " + out), out, "not a ksz stream");
+}
+
+}  // namespace
+}  // namespace ksz::test
+#endif

@@ -1,0 +1,143 @@
+// Container v1: round trip of header and segments, and rejection of hostile
+// streams (truncation anywhere, bit flips, wrong magic, absurd headers).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "src/api/ksz.hpp"
+#include "src/container/checksum.hpp"
+#include "src/container/container.hpp"
+#include "tests/common/fields.hpp"
+
+namespace ksz::test {
+namespace {
+
+using container::Param;
+using container::SegmentId;
+
+std::vector<std::uint8_t> sample_stream() {
+  const Dims d = dims_of({40, 20, 6});
+  const auto in = make_field<float>(Pattern::Noisy, d);
+  Options opt;
+  opt.bound = 1e-3;
+  opt.backend = Backend::Serial;
+  return compress(in.data(), DType::F32, d, opt);
+}
+
+TEST(Crc32c, KnownVectors) {
+  // RFC 3720 B.4 test vectors.
+  std::vector<std::uint8_t> zeros(32, 0), ones(32, 0xFF), inc(32);
+  for (int i = 0; i < 32; ++i) inc[i] = std::uint8_t(i);
+  EXPECT_EQ(container::crc32c(zeros.data(), 32), 0x8A9136AAu);
+  EXPECT_EQ(container::crc32c(ones.data(), 32), 0x62A8AB43u);
+  EXPECT_EQ(container::crc32c(inc.data(), 32), 0x46DD794Eu);
+  const char* s = "123456789";
+  EXPECT_EQ(container::crc32c(s, 9), 0xE3069283u);
+}
+
+TEST(Container, HeaderAndSegmentsRoundTrip) {
+  container::Header h;
+  h.dtype = DType::F64;
+  h.dims = dims_of({7, 8, 9, 2});
+  h.mode = ErrorMode::REL;
+  h.user_bound = 1e-3;
+  h.abs_bound = 0.5;
+  h.value_min = -1;
+  h.value_max = 499;
+  h.set_u32(Param::Radius, 512);
+  h.set_f64(Param::QuantStep, 1.0);
+  h.set_u32s(Param::LorenzoChunk, {16, 16, 16});
+  h.params[999] = {1, 2, 3};  // unknown key: kept, not an error
+  std::vector<std::uint8_t> a = {1, 2, 3}, b;
+  const auto s = container::write(h, {{SegmentId::HuffmanWords, a.data(), a.size()},
+                                      {SegmentId::OutlierIndex, b.data(), 0}});
+  const auto p = container::read(s.data(), s.size());
+  EXPECT_EQ(p.header.dtype, DType::F64);
+  EXPECT_EQ(p.header.dims.str(), "7x8x9x2");
+  EXPECT_EQ(p.header.mode, ErrorMode::REL);
+  EXPECT_EQ(p.header.abs_bound, 0.5);
+  EXPECT_EQ(p.header.u32(Param::Radius), 512u);
+  EXPECT_EQ(p.header.u32s(Param::LorenzoChunk, 3)[2], 16u);
+  EXPECT_EQ(p.header.params.at(999).size(), 3u);
+  ASSERT_EQ(p.segments.size(), 2u);
+  EXPECT_EQ(p.require(SegmentId::HuffmanWords).size, 3u);
+  EXPECT_EQ(p.require(SegmentId::HuffmanWords).data[2], 3);
+  EXPECT_EQ(p.find(SegmentId::VerbatimValue), nullptr);
+  EXPECT_THROW(p.require(SegmentId::VerbatimValue), CorruptStream);
+  EXPECT_THROW(p.header.u64(Param::OutlierCount), CorruptStream);
+}
+
+TEST(Container, RejectsEveryTruncation) {
+  const auto s = sample_stream();
+  ASSERT_NO_THROW(decompress(s.data(), s.size(), Backend::Serial));
+  for (std::size_t len = 0; len < s.size(); ++len)
+    EXPECT_THROW(decompress(s.data(), len, Backend::Serial), CorruptStream) << "length " << len;
+}
+
+TEST(Container, RejectsTrailingBytes) {
+  auto s = sample_stream();
+  s.push_back(0);
+  EXPECT_THROW(decompress(s.data(), s.size(), Backend::Serial), CorruptStream);
+}
+
+TEST(Container, RejectsBitFlips) {
+  const auto s = sample_stream();
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 2000; ++trial) {
+    auto c = s;
+    const std::size_t bit = rng() % (c.size() * 8);
+    c[bit / 8] ^= std::uint8_t(1u << (bit % 8));
+    EXPECT_THROW(decompress(c.data(), c.size(), Backend::Serial), CorruptStream) << "bit " << bit;
+  }
+}
+
+TEST(Container, RejectsForeignStreams) {
+  std::vector<std::uint8_t> empty;
+  EXPECT_THROW(decompress(empty.data(), 0, Backend::Serial), CorruptStream);
+  auto s = sample_stream();
+  auto m = s;
+  m[1] = 'X';
+  EXPECT_THROW(decompress(m.data(), m.size(), Backend::Serial), CorruptStream);
+  std::vector<std::uint8_t> junk(4096);
+  std::mt19937 rng(5);
+  for (auto& b : junk) b = std::uint8_t(rng());
+  EXPECT_THROW(decompress(junk.data(), junk.size(), Backend::Serial), CorruptStream);
+  auto v = s;
+  v[8] = 2;  // future major version
+  EXPECT_THROW(decompress(v.data(), v.size(), Backend::Serial), CorruptStream);
+}
+
+// A well-formed container (valid checksums) whose header lies: absurd dims,
+// counts or parameters must be refused before any large allocation. (A forged
+// header that stays self-consistent cannot be told from a real one: accidental
+// corruption is what the checksums catch.)
+TEST(Container, RejectsLyingHeaders) {
+  const auto s = sample_stream();
+  const auto p = container::read(s.data(), s.size());
+  auto rewrite = [&](auto edit) {
+    container::Header h = p.header;
+    std::vector<container::Segment> segs = p.segments;
+    edit(h, segs);
+    return container::write(h, segs);
+  };
+  std::vector<std::vector<std::uint8_t>> bad;
+  bad.push_back(rewrite([](auto& h, auto&) { h.dims = dims_of({1u << 20, 1u << 20}); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.dims = dims_of({41, 20, 6}); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.set_u32(Param::Radius, 0); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.set_u32(Param::Radius, 256); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.set_u32(Param::HuffmanChunk, 0); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.set_u32(Param::HuffmanChunk, 1000); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.set_u32s(Param::LorenzoChunk, {0, 1, 1}); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.set_f64(Param::QuantStep, -1); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.set_u64(Param::OutlierCount, 1u << 30); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.set_u64(Param::OutlierCount, h.u64(Param::OutlierCount) + 1); }));
+  bad.push_back(rewrite([](auto& h, auto&) { h.params.erase(std::uint16_t(Param::Radius)); }));
+  bad.push_back(rewrite([](auto&, auto& segs) { segs.pop_back(); }));
+  bad.push_back(rewrite([](auto&, auto& segs) { segs[2].size -= 4; }));
+  bad.push_back(rewrite([](auto&, auto& segs) { segs[1].size -= 8; }));
+  for (std::size_t i = 0; i < bad.size(); ++i)
+    EXPECT_THROW(decompress(bad[i].data(), bad[i].size(), Backend::Serial), CorruptStream) << "case " << i;
+}
+
+}  // namespace
+}  // namespace ksz::test

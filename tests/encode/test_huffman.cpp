@@ -1,0 +1,580 @@
+// Canonical Huffman: codebook properties (prefix code, Kraft, optimality,
+// length limit), bit-exact chunked encode on every backend, round trips, and
+// hostile bitstreams that must be rejected without out-of-bounds access.
+#include <gtest/gtest.h>
+
+#include <Kokkos_Core.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <random>
+#include <vector>
+
+#include "portable/encode/huffman/codebook.hpp"
+#include "portable/encode/huffman/huffman.hpp"
+#include "src/core/error.hpp"
+#include "tests/common/backends.hpp"
+
+namespace {
+
+using ksz::huffman::Codebook;
+using ksz::huffman::kMaxCodeLength;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+
+// ---- host references -------------------------------------------------------
+
+// Cost (total bits) of an unrestricted Huffman code: the sum of all merges.
+u64 reference_huffman_cost(const std::vector<u64>& hist) {
+  std::priority_queue<u64, std::vector<u64>, std::greater<u64>> q;
+  for (const u64 h : hist) {
+    if (h) q.push(h);
+  }
+  if (q.size() == 1) return q.top();
+  u64 cost = 0;
+  while (q.size() > 1) {
+    const u64 a = q.top();
+    q.pop();
+    const u64 b = q.top();
+    q.pop();
+    cost += a + b;
+    q.push(a + b);
+  }
+  return cost;
+}
+
+u64 code_cost(const std::vector<u64>& hist, const std::vector<std::uint8_t>& lengths) {
+  u64 cost = 0;
+  for (std::size_t s = 0; s < hist.size(); ++s) cost += hist[s] * lengths[s];
+  return cost;
+}
+
+// Kraft sum in units of 2^-kMaxCodeLength.
+u64 kraft_units(const std::vector<std::uint8_t>& lengths) {
+  u64 k = 0;
+  for (const std::uint8_t l : lengths) {
+    if (l) k += u64(1) << (kMaxCodeLength - l);
+  }
+  return k;
+}
+
+// Codes as left-aligned intervals must be disjoint: no code prefixes another.
+bool prefix_free(const Codebook& book) {
+  std::vector<std::pair<u64, u64>> iv;
+  for (std::size_t s = 0; s < book.nsym(); ++s) {
+    const int l = book.lengths[s];
+    if (!l) continue;
+    if (book.codes[s] >> l) return false;  // code wider than its length
+    iv.emplace_back(u64(book.codes[s]) << (kMaxCodeLength - l), u64(1) << (kMaxCodeLength - l));
+  }
+  std::sort(iv.begin(), iv.end());
+  for (std::size_t i = 1; i < iv.size(); ++i) {
+    if (iv[i - 1].first + iv[i - 1].second > iv[i].first) return false;
+  }
+  return true;
+}
+
+int max_length(const Codebook& book) {
+  return book.lengths.empty() ? 0 : *std::max_element(book.lengths.begin(), book.lengths.end());
+}
+
+void expect_valid_code(const Codebook& book, const std::vector<u64>& hist) {
+  ASSERT_EQ(book.lengths.size(), hist.size());
+  ASSERT_EQ(book.codes.size(), hist.size());
+  std::size_t used = 0;
+  for (std::size_t s = 0; s < hist.size(); ++s) {
+    EXPECT_EQ(hist[s] != 0, book.lengths[s] != 0) << "symbol " << s;
+    used += hist[s] != 0;
+  }
+  EXPECT_LE(max_length(book), kMaxCodeLength);
+  EXPECT_TRUE(prefix_free(book));
+  if (used >= 2) {
+    EXPECT_EQ(kraft_units(book.lengths), u64(1) << kMaxCodeLength);  // complete code
+  }
+  // Canonical: by (length, id), each code is the previous one plus one, shifted.
+  std::vector<u32> order;
+  for (std::size_t s = 0; s < hist.size(); ++s) {
+    if (book.lengths[s]) order.push_back(static_cast<u32>(s));
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](u32 a, u32 b) { return book.lengths[a] < book.lengths[b]; });
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    const u32 a = order[i - 1], b = order[i];
+    EXPECT_EQ(book.codes[b], (book.codes[a] + 1) << (book.lengths[b] - book.lengths[a]));
+  }
+  if (!order.empty()) {
+    EXPECT_EQ(book.codes[order[0]], 0u);
+  }
+}
+
+// Bit-exact reference of the chunked MSB-first format.
+void reference_encode(const std::vector<u16>& sym, const Codebook& book, u32 cs,
+                      std::vector<u32>& words, std::vector<u64>& offsets) {
+  words.clear();
+  offsets.assign(1, 0);
+  for (std::size_t c0 = 0; c0 < sym.size(); c0 += cs) {
+    u32 cur = 0;
+    int used = 0;
+    const std::size_t c1 = std::min<std::size_t>(c0 + cs, sym.size());
+    for (std::size_t i = c0; i < c1; ++i) {
+      const int l = book.lengths[sym[i]];
+      for (int b = l - 1; b >= 0; --b) {
+        cur = (cur << 1) | ((book.codes[sym[i]] >> b) & 1u);
+        if (++used == 32) {
+          words.push_back(cur);
+          cur = 0;
+          used = 0;
+        }
+      }
+    }
+    if (used) words.push_back(cur << (32 - used));
+    offsets.push_back(words.size());
+  }
+}
+
+std::vector<u64> histogram_of(const std::vector<u16>& sym, std::size_t nsym) {
+  std::vector<u64> h(nsym, 0);
+  for (const u16 s : sym) ++h[s];
+  return h;
+}
+
+std::vector<u64> fibonacci_hist(std::size_t nsym, std::size_t nfib) {
+  std::vector<u64> h(nsym, 0);
+  u64 a = 1, b = 1;
+  for (std::size_t i = 0; i < nfib && i < nsym; ++i) {
+    h[i] = a;
+    const u64 t = a + b;
+    a = b;
+    b = t;
+  }
+  return h;
+}
+
+// Quantization codes: a rounded normal around `center`, clamped to [0, nsym).
+std::vector<u16> quant_codes(std::size_t n, std::size_t nsym, double sigma, u64 seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> d(double(nsym / 2), sigma);
+  std::vector<u16> v(n);
+  for (auto& x : v) {
+    const double r = std::round(d(rng));
+    x = static_cast<u16>(std::min<double>(std::max<double>(r, 0.0), double(nsym - 1)));
+  }
+  return v;
+}
+
+std::vector<u16> uniform_codes(std::size_t n, std::size_t nsym, u64 seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<u32> d(0, static_cast<u32>(nsym - 1));
+  std::vector<u16> v(n);
+  for (auto& x : v) x = static_cast<u16>(d(rng));
+  return v;
+}
+
+// ---- codebook (host) -------------------------------------------------------
+
+TEST(HuffmanCodebook, EmptyHistogramGivesNoCodes) {
+  const std::vector<u64> h(1024, 0);
+  const Codebook b = ksz::huffman::build_codebook(h.data(), h.size());
+  EXPECT_EQ(b.nsym(), 1024u);
+  EXPECT_EQ(max_length(b), 0);
+}
+
+TEST(HuffmanCodebook, SingleUsedSymbolGetsOneBit) {
+  std::vector<u64> h(1024, 0);
+  h[512] = 123456789;
+  const Codebook b = ksz::huffman::build_codebook(h.data(), h.size());
+  expect_valid_code(b, h);
+  EXPECT_EQ(b.lengths[512], 1);
+  EXPECT_EQ(b.codes[512], 0u);
+  const std::vector<u64> one(1, 7);
+  EXPECT_EQ(ksz::huffman::build_codebook(one.data(), 1).lengths[0], 1);
+}
+
+TEST(HuffmanCodebook, RejectsBadSize) {
+  const std::vector<u64> h(65537, 1);
+  EXPECT_THROW(ksz::huffman::build_codebook(h.data(), 0), ksz::InvalidInput);
+  EXPECT_THROW(ksz::huffman::build_codebook(h.data(), 65537), ksz::InvalidInput);
+  EXPECT_NO_THROW(ksz::huffman::build_codebook(h.data(), 65536));
+}
+
+TEST(HuffmanCodebook, RandomHistogramsAreOptimalCanonicalPrefixCodes) {
+  std::mt19937_64 rng(42);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t nsym = 1 + rng() % (trial < 100 ? 40 : 5000);
+    std::vector<u64> h(nsym);
+    const int kind = trial % 4;
+    for (auto& x : h) {
+      if (kind == 0) x = rng() % 4;                            // many ties and zeros
+      if (kind == 1) x = rng() % 1000000;                      // spread
+      if (kind == 2) x = (rng() % 3 == 0) ? 0 : u64(1) << (rng() % 20);  // powers of two
+      if (kind == 3) x = rng() % 2 ? 1 : (u64(1) << 40) - rng() % 1000;  // up to 2^40
+    }
+    const Codebook b = ksz::huffman::build_codebook(h.data(), nsym);
+    expect_valid_code(b, h);
+    if (max_length(b) < kMaxCodeLength) {  // limit cannot have bound
+      EXPECT_EQ(code_cost(h, b.lengths), reference_huffman_cost(h)) << "trial " << trial;
+    }
+    // Deterministic.
+    const Codebook b2 = ksz::huffman::build_codebook(h.data(), nsym);
+    EXPECT_EQ(b.lengths, b2.lengths);
+    EXPECT_EQ(b.codes, b2.codes);
+  }
+}
+
+TEST(HuffmanCodebook, TiesBrokenBySymbolId) {
+  const std::vector<u64> h(5, 10);  // lengths {2,2,2,3,3}: lower ids get the shorter codes
+  const Codebook b = ksz::huffman::build_codebook(h.data(), h.size());
+  expect_valid_code(b, h);
+  EXPECT_EQ(code_cost(h, b.lengths), reference_huffman_cost(h));
+  for (std::size_t s = 1; s < h.size(); ++s) EXPECT_LE(b.lengths[s - 1], b.lengths[s]);
+}
+
+TEST(HuffmanCodebook, FibonacciHistogramRespectsLimit) {
+  for (const std::size_t nfib : {25, 26, 30, 45, 60}) {  // fib(60) ~ 2^40
+    const std::vector<u64> h = fibonacci_hist(1024, nfib);
+    const Codebook b = ksz::huffman::build_codebook(h.data(), h.size());
+    expect_valid_code(b, h);
+    const u64 cost = code_cost(h, b.lengths);
+    EXPECT_GE(cost, reference_huffman_cost(h));
+    if (nfib <= 25) {
+      EXPECT_EQ(cost, reference_huffman_cost(h));  // depth 24 fits
+    }
+    if (nfib >= 30) {
+      EXPECT_EQ(max_length(b), kMaxCodeLength);
+    }
+  }
+}
+
+TEST(HuffmanCodebook, FullAlphabetWithHugeSkewedCounts) {
+  std::mt19937_64 rng(7);
+  std::vector<u64> h(65536);
+  for (auto& x : h) x = 1 + rng() % 3;
+  const std::vector<u64> fib = fibonacci_hist(60, 60);
+  for (std::size_t i = 0; i < 60; ++i) h[1000 + i] = fib[i] << 1;
+  const Codebook b = ksz::huffman::build_codebook(h.data(), h.size());
+  expect_valid_code(b, h);
+  EXPECT_EQ(max_length(b), kMaxCodeLength);
+  // Sums far beyond 2^58 are scaled first; the code must stay valid and complete.
+  std::vector<u64> big(300);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = ~u64(0) - i * 977;
+  expect_valid_code(ksz::huffman::build_codebook(big.data(), big.size()), big);
+}
+
+// Package-merge against brute force, with small limits so the search is finite.
+TEST(HuffmanCodebook, LengthLimitedCodeIsOptimal) {
+  std::mt19937_64 rng(3);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int limit = 3 + trial % 2;
+    const std::size_t m = 2 + rng() % 6;  // <= 7 <= 2^limit
+    std::vector<u64> w(m);
+    for (auto& x : w) x = 1 + (trial % 3 == 0 ? rng() % 1000 : u64(1) << (rng() % 16));
+    std::sort(w.begin(), w.end());
+    const std::vector<int> len = ksz::huffman::impl::limited_code_lengths(w, limit);
+    ASSERT_EQ(len.size(), m);
+    u64 cost = 0, kraft = 0;
+    for (std::size_t i = 0; i < m; ++i) {
+      ASSERT_GE(len[i], 1);
+      ASSERT_LE(len[i], limit);
+      cost += w[i] * len[i];
+      kraft += u64(1) << (limit - len[i]);
+    }
+    EXPECT_LE(kraft, u64(1) << limit);
+    u64 best = ~u64(0);
+    std::vector<int> l(m, 1);
+    for (;;) {
+      u64 k = 0, c = 0;
+      for (std::size_t i = 0; i < m; ++i) {
+        k += u64(1) << (limit - l[i]);
+        c += w[i] * l[i];
+      }
+      if (k <= (u64(1) << limit)) best = std::min(best, c);
+      std::size_t i = 0;
+      while (i < m && l[i] == limit) l[i++] = 1;
+      if (i == m) break;
+      ++l[i];
+    }
+    EXPECT_EQ(cost, best) << "trial " << trial;
+  }
+}
+
+TEST(HuffmanCodebook, FromLengthsMatchesBuild) {
+  const std::vector<u64> h = fibonacci_hist(2000, 40);
+  const Codebook b = ksz::huffman::build_codebook(h.data(), h.size());
+  const Codebook r = ksz::huffman::codebook_from_lengths(b.lengths.data(), b.nsym());
+  EXPECT_EQ(r.lengths, b.lengths);
+  EXPECT_EQ(r.codes, b.codes);
+}
+
+TEST(HuffmanCodebook, FromLengthsRejectsInvalid) {
+  using ksz::huffman::codebook_from_lengths;
+  std::vector<std::uint8_t> l = {1, 1, 1};  // Kraft 3/2
+  EXPECT_THROW(codebook_from_lengths(l.data(), l.size()), ksz::CorruptStream);
+  l = {2, 2, 2, 2, 3};  // Kraft 1 + 1/8
+  EXPECT_THROW(codebook_from_lengths(l.data(), l.size()), ksz::CorruptStream);
+  l = {25, 1};
+  EXPECT_THROW(codebook_from_lengths(l.data(), l.size()), ksz::CorruptStream);
+  l = {255, 0};
+  EXPECT_THROW(codebook_from_lengths(l.data(), l.size()), ksz::CorruptStream);
+  EXPECT_THROW(codebook_from_lengths(l.data(), 0), ksz::CorruptStream);
+  std::vector<std::uint8_t> big(65537, 17);
+  EXPECT_THROW(codebook_from_lengths(big.data(), big.size()), ksz::CorruptStream);
+  // 65536 codes of length 16 fill the code space exactly; one shorter overflows it.
+  std::vector<std::uint8_t> full(65536, 16);
+  EXPECT_NO_THROW(codebook_from_lengths(full.data(), full.size()));
+  full[0] = 15;
+  EXPECT_THROW(codebook_from_lengths(full.data(), full.size()), ksz::CorruptStream);
+  // Valid: a single symbol of length 1, an incomplete code, no symbols at all.
+  l = {0, 1, 0};
+  EXPECT_NO_THROW(codebook_from_lengths(l.data(), l.size()));
+  l = {1, 3, 0, 24};
+  EXPECT_NO_THROW(codebook_from_lengths(l.data(), l.size()));
+  l = {0, 0};
+  EXPECT_NO_THROW(codebook_from_lengths(l.data(), l.size()));
+}
+
+// ---- encode / decode per backend -----------------------------------------
+
+template <class Space>
+using DView = Kokkos::View<u16*, typename Space::memory_space>;
+
+template <class Space, class T>
+Kokkos::View<T*, typename Space::memory_space> to_device(const std::vector<T>& v) {
+  Kokkos::View<T*, typename Space::memory_space> d("d", v.size());
+  auto h = Kokkos::create_mirror_view(d);
+  for (std::size_t i = 0; i < v.size(); ++i) h(i) = v[i];
+  Kokkos::deep_copy(d, h);
+  return d;
+}
+
+template <class V>
+std::vector<typename V::non_const_value_type> to_host(const V& d) {
+  auto h = Kokkos::create_mirror_view(d);
+  Kokkos::deep_copy(h, d);
+  return std::vector<typename V::non_const_value_type>(h.data(), h.data() + h.extent(0));
+}
+
+struct Stream {
+  std::vector<u32> words;
+  std::vector<u64> offsets;
+};
+
+// Encodes, checks the bits against the host reference, decodes and compares.
+template <class Space>
+Stream round_trip(const std::vector<u16>& sym, const Codebook& book, u32 cs) {
+  Space space;
+  const ksz::huffman::DeviceCodebook<Space> dbook(book);
+  const auto dsym = to_device<Space>(sym);
+  const auto enc = ksz::huffman::encode(space, dsym, dbook, cs);
+  space.fence();
+  Stream s{to_host(enc.words), to_host(enc.chunk_offsets)};
+  std::vector<u32> rw;
+  std::vector<u64> ro;
+  reference_encode(sym, book, cs, rw, ro);
+  EXPECT_EQ(enc.n_words, rw.size());
+  EXPECT_EQ(s.offsets, ro) << "n=" << sym.size() << " cs=" << cs;
+  EXPECT_TRUE(s.words == rw) << "n=" << sym.size() << " cs=" << cs;
+  DView<Space> out("out", sym.size());
+  ksz::huffman::decode(space, enc.words, enc.chunk_offsets, cs, dbook, out);
+  EXPECT_TRUE(to_host(out) == sym) << "n=" << sym.size() << " cs=" << cs;
+  return s;
+}
+
+template <class Space>
+class HuffmanCodec : public ::testing::Test {};
+TYPED_TEST_SUITE(HuffmanCodec, ksz::test::ExecSpaces, ksz::test::ExecSpaceName);
+
+TYPED_TEST(HuffmanCodec, RoundTripSizes) {
+  const u32 cs = 1000;
+  for (const std::size_t n : {std::size_t(0), std::size_t(1), std::size_t(cs - 1), std::size_t(cs),
+                              std::size_t(cs + 1), std::size_t(3 * cs + 17), std::size_t(1000003)}) {
+    const std::vector<u16> sym = quant_codes(n, 1024, 20.0, n);
+    std::vector<u64> h = histogram_of(sym, 1024);
+    h[0] += 1;  // keep the codebook nonempty for n == 0
+    round_trip<TypeParam>(sym, ksz::huffman::build_codebook(h.data(), h.size()), cs);
+  }
+}
+
+TYPED_TEST(HuffmanCodec, RoundTripChunkSizes) {
+  const std::vector<u16> sym = uniform_codes(30011, 300, 5);
+  const std::vector<u64> h = histogram_of(sym, 300);
+  const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+  for (const u32 cs : {1u, 2u, 3u, 5u, 31u, 32u, 33u, 100u, 1023u, 1024u, 4096u, 8191u, 8192u, 40000u}) {
+    round_trip<TypeParam>(sym, book, cs);
+  }
+}
+
+TYPED_TEST(HuffmanCodec, SkewedQuantCodesCompress) {
+  // Codes concentrated around 512 of 1024: most symbols take one or two bits.
+  const std::vector<u16> sym = quant_codes(200000, 1024, 0.6, 11);
+  const std::vector<u64> h = histogram_of(sym, 1024);
+  const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+  const auto s = round_trip<TypeParam>(sym, book, 4096);
+  EXPECT_LT(32.0 * s.words.size() / sym.size(), 2.5);  // bits per symbol
+}
+
+TYPED_TEST(HuffmanCodec, SingleSymbolStream) {
+  const std::vector<u16> sym(10000, 7);
+  const std::vector<u64> h = histogram_of(sym, 1024);
+  const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+  const auto s = round_trip<TypeParam>(sym, book, 1000);
+  EXPECT_EQ(s.words.size(), 10u * 32u);  // 1000 bits per chunk = 32 words
+  for (const u32 w : s.words) EXPECT_EQ(w, 0u);
+}
+
+TYPED_TEST(HuffmanCodec, LongCodesUseSlowPath) {
+  // Fibonacci counts give lengths up to 24, beyond the lookup table.
+  const Codebook book = [] {
+    const std::vector<u64> h = fibonacci_hist(200, 60);
+    return ksz::huffman::build_codebook(h.data(), h.size());
+  }();
+  ASSERT_EQ(max_length(book), kMaxCodeLength);
+  std::vector<u16> sym;
+  std::mt19937_64 rng(9);
+  for (int i = 0; i < 50000; ++i) sym.push_back(static_cast<u16>(rng() % 60));  // every symbol
+  for (const u32 cs : {1u, 3u, 64u, 777u}) round_trip<TypeParam>(sym, book, cs);
+}
+
+TYPED_TEST(HuffmanCodec, FullAlphabet) {
+  const std::vector<u16> sym = uniform_codes(300000, 65536, 13);
+  const std::vector<u64> h = histogram_of(sym, 65536);
+  round_trip<TypeParam>(sym, ksz::huffman::build_codebook(h.data(), h.size()), 2048);
+}
+
+TYPED_TEST(HuffmanCodec, IdenticalToSerial) {
+#ifdef KOKKOS_ENABLE_SERIAL
+  const std::vector<u16> sym = quant_codes(123457, 1024, 8.0, 17);
+  const std::vector<u64> h = histogram_of(sym, 1024);
+  const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+  for (const u32 cs : {1u, 256u, 8192u}) {
+    const auto mine = round_trip<TypeParam>(sym, book, cs);
+    const auto serial = round_trip<Kokkos::Serial>(sym, book, cs);
+    EXPECT_TRUE(mine.words == serial.words) << "cs=" << cs;
+    EXPECT_EQ(mine.offsets, serial.offsets);
+  }
+#else
+  GTEST_SKIP() << "no Serial backend";
+#endif
+}
+
+TYPED_TEST(HuffmanCodec, EncodeRejectsUncodedSymbols) {
+  TypeParam space;
+  std::vector<u64> h(16, 0);
+  h[3] = h[4] = 1;
+  const ksz::huffman::DeviceCodebook<TypeParam> book(ksz::huffman::build_codebook(h.data(), h.size()));
+  std::vector<u16> sym(5000, 3);
+  sym[4321] = 5;  // absent from the histogram
+  EXPECT_THROW(ksz::huffman::encode(space, to_device<TypeParam>(sym), book, 100), ksz::InvalidInput);
+  sym[4321] = 16;  // outside the alphabet
+  EXPECT_THROW(ksz::huffman::encode(space, to_device<TypeParam>(sym), book, 100), ksz::InvalidInput);
+  sym[4321] = 4;
+  EXPECT_THROW(ksz::huffman::encode(space, to_device<TypeParam>(sym), book, 0), ksz::InvalidInput);
+  EXPECT_NO_THROW(ksz::huffman::encode(space, to_device<TypeParam>(sym), book, 100));
+  // Codebooks that are not canonical prefix codes are refused up front.
+  Codebook bad = ksz::huffman::build_codebook(h.data(), h.size());
+  bad.codes[4] ^= 1;
+  EXPECT_THROW(ksz::huffman::DeviceCodebook<TypeParam>{bad}, ksz::InvalidInput);
+  bad.lengths.assign(16, 1);
+  bad.codes.assign(16, 0);
+  EXPECT_THROW(ksz::huffman::DeviceCodebook<TypeParam>{bad}, ksz::InvalidInput);
+}
+
+// Decodes possibly hostile input; returns true if it was rejected. Any other
+// exception (or a crash) fails the test.
+template <class Space>
+bool rejected(const std::vector<u32>& words, const std::vector<u64>& offsets, u32 cs,
+              const ksz::huffman::DeviceCodebook<Space>& book, std::size_t n) {
+  Space space;
+  DView<Space> out("out", n);
+  try {
+    ksz::huffman::decode(space, to_device<Space>(words), to_device<Space>(offsets), cs, book, out);
+  } catch (const ksz::CorruptStream&) {
+    return true;
+  }
+  return false;
+}
+
+TYPED_TEST(HuffmanCodec, DecodeRejectsBadOffsets) {
+  const u32 cs = 500;
+  const std::vector<u16> sym = quant_codes(10000, 1024, 30.0, 21);
+  const std::vector<u64> h = histogram_of(sym, 1024);
+  const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+  const ksz::huffman::DeviceCodebook<TypeParam> dbook(book);
+  const auto s = round_trip<TypeParam>(sym, book, cs);
+  const std::size_t n = sym.size();
+  ASSERT_FALSE(rejected<TypeParam>(s.words, s.offsets, cs, dbook, n));
+
+  auto offs = s.offsets;
+  offs.pop_back();  // truncated table
+  EXPECT_TRUE(rejected<TypeParam>(s.words, offs, cs, dbook, n));
+  EXPECT_TRUE(rejected<TypeParam>(s.words, s.offsets, cs, dbook, n + 1));  // table for another size
+  EXPECT_TRUE(rejected<TypeParam>(s.words, s.offsets, 0, dbook, n));
+  EXPECT_TRUE(rejected<TypeParam>(s.words, std::vector<u64>{}, cs, dbook, 0));
+  auto words = s.words;
+  words.pop_back();  // truncated bitstream
+  EXPECT_TRUE(rejected<TypeParam>(words, s.offsets, cs, dbook, n));
+  offs = s.offsets;
+  offs.back() -= 1;  // last chunk one word short
+  EXPECT_TRUE(rejected<TypeParam>(s.words, offs, cs, dbook, n));
+  offs = s.offsets;
+  std::swap(offs[3], offs[4]);  // not monotone
+  EXPECT_TRUE(rejected<TypeParam>(s.words, offs, cs, dbook, n));
+  offs = s.offsets;
+  offs[0] = 1;
+  EXPECT_TRUE(rejected<TypeParam>(s.words, offs, cs, dbook, n));
+  offs = s.offsets;
+  offs[7] = ~u64(0);
+  EXPECT_TRUE(rejected<TypeParam>(s.words, offs, cs, dbook, n));
+  // Any change to one offset breaks the exact word count of a chunk.
+  std::mt19937_64 rng(23);
+  for (int t = 0; t < 200; ++t) {
+    offs = s.offsets;
+    const std::size_t i = rng() % offs.size();
+    const u64 old = offs[i];
+    offs[i] = t % 3 == 0 ? rng() : t % 3 == 1 ? old + 1 + rng() % 5 : old - std::min<u64>(old, 1 + rng() % 5);
+    if (offs[i] == old) continue;
+    EXPECT_TRUE(rejected<TypeParam>(s.words, offs, cs, dbook, n)) << "offset " << i << " = " << offs[i];
+  }
+}
+
+TYPED_TEST(HuffmanCodec, DecodeSurvivesCorruptWords) {
+  std::mt19937_64 rng(29);
+  // An incomplete code (Kraft < 1) makes invalid codewords reachable; the
+  // Fibonacci code exercises the slow path on corrupted long codes.
+  std::vector<std::uint8_t> inc(64, 0);
+  for (int s = 0; s < 20; ++s) inc[s] = static_cast<std::uint8_t>(s < 4 ? 3 : 8 + s % 9);
+  const std::vector<u64> fib = fibonacci_hist(100, 60);
+  const std::vector<Codebook> books = {ksz::huffman::codebook_from_lengths(inc.data(), inc.size()),
+                                       ksz::huffman::build_codebook(fib.data(), fib.size())};
+  int detected = 0, trials = 0;
+  for (const Codebook& book : books) {
+    const ksz::huffman::DeviceCodebook<TypeParam> dbook(book);
+    std::vector<u16> sym;
+    for (int i = 0; i < 20000; ++i) {
+      u16 s;
+      do s = static_cast<u16>(rng() % book.nsym());
+      while (!book.lengths[s]);
+      sym.push_back(s);
+    }
+    for (const u32 cs : {1u, 37u, 1024u}) {
+      const auto st = round_trip<TypeParam>(sym, book, cs);
+      for (int t = 0; t < 60; ++t, ++trials) {
+        auto words = st.words;
+        const int kind = t % 3;
+        if (kind == 0) {
+          words[rng() % words.size()] ^= u32(1) << (rng() % 32);
+        } else if (kind == 1) {
+          for (int k = 0; k < 8; ++k) words[rng() % words.size()] = static_cast<u32>(rng());
+        } else {
+          for (auto& w : words) w = static_cast<u32>(rng());
+        }
+        detected += rejected<TypeParam>(words, st.offsets, cs, dbook, sym.size());
+      }
+    }
+  }
+  EXPECT_GT(detected, trials / 2) << detected << " of " << trials;
+}
+
+}  // namespace
