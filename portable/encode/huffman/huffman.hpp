@@ -9,6 +9,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "portable/encode/huffman/codebook.hpp"
 #include "src/core/error.hpp"
@@ -321,7 +322,7 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
           avail -= len;
         }
         // The encoder writes exactly ceil(bits / 32) words, zero-padded.
-        if (false) {
+        if (pos != end || avail >= 32 || buf != 0) {
           Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kTrailing));
         }
       });
