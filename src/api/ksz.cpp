@@ -35,14 +35,26 @@ std::vector<std::uint8_t> compress_on(const ExecSpace& space, const void* data, 
     in = dev;
   }
   if (report) report->stages.back().seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  return pipeline::LorenzoPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
+  switch (opt.predictor) {
+    case PredictorId::Lorenzo:
+      return pipeline::LorenzoPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
+    default: break;
+  }
+  throw InvalidInput(impl::concat("predictor '", to_string(opt.predictor), "' is not available"));
 }
 
 template <class T, class ExecSpace>
 void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Field& field, Report* report) {
   using Mem = typename ExecSpace::memory_space;
   Kokkos::View<T*, Mem> out;
-  pipeline::LorenzoPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
+  switch (parsed.header.predictor) {
+    case PredictorId::Lorenzo:
+      pipeline::LorenzoPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
+      break;
+    default:
+      throw CorruptStream(impl::concat("corrupt stream: predictor '", to_string(parsed.header.predictor),
+                                       "' is not supported by this ksz"));
+  }
   const auto t0 = Clock::now();
   field.bytes.resize(out.extent(0) * sizeof(T));
   Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(

@@ -19,6 +19,10 @@ struct Options {
   std::uint32_t radius = 512;                // quantization radius: 2*radius Huffman symbols
   std::uint32_t huffman_chunk = 4096;        // symbols per independently decodable chunk
   Backend backend = Backend::Default;        // where the pipeline runs
+  LosslessId lossless = LosslessId::None;    // pass after the codec (--lossless)
+  std::uint32_t szx_block = 128;             // SZx block size (--block)
+  bool classic = false;                      // ParaSZ classic pipeline on reconstructed values (--pipeline classic)
+  std::uint32_t check_width = 384;           // ParaSZ progress-control batch (--check-width)
 };
 
 struct StageTime {

@@ -70,6 +70,11 @@ PredictorId parse_predictor(const std::string& s) {
   throw InvalidInput("unknown predictor '" + s + "' (lorenzo, interp, szx)");
 }
 
+LosslessId parse_lossless(const std::string& s) {
+  if (s == "none") return LosslessId::None;
+  throw InvalidInput("unknown lossless pass '" + s + "' (none)");
+}
+
 Dims parse_dims(const std::vector<std::uint64_t>& v) {
   KSZ_EXPECTS(!v.empty() && v.size() <= 4, "give 1 to 4 extents, fastest-varying first (e.g. -d 512,512,512)");
   Dims d;
@@ -168,6 +173,13 @@ int run(int argc, char** argv) {
   c->add_option("--predictor", predictor, "lorenzo")->capture_default_str();
   c->add_option("--radius", radius, "quantization radius (2*radius Huffman symbols)")->capture_default_str();
   c->add_flag("--report", report, "print ratio, quality and per-stage throughput (decompresses in memory)");
+  std::string lossless = "none", pipeline_name = "dual";
+  std::uint32_t block = 128, check_width = 384;
+  c->add_option("--lossless", lossless, "lossless pass after the codec: none")->capture_default_str();
+  c->add_option("--block", block, "SZx block size")->capture_default_str();
+  c->add_option("--pipeline", pipeline_name, "dual (cuSZ dual-quantization) or classic (ParaSZ, CPU)")
+      ->capture_default_str();
+  c->add_option("--check-width", check_width, "classic pipeline progress batch")->capture_default_str();
 
   auto* d = app.add_subcommand("decompress", "decompress a .ksz stream to a raw array");
   d->add_option("-i,--input", in, "compressed input (.ksz)")->required();
@@ -214,6 +226,12 @@ int run(int argc, char** argv) {
     opt.predictor = parse_predictor(predictor);
     opt.radius = radius;
     opt.backend = backend;
+    opt.lossless = parse_lossless(lossless);
+    opt.szx_block = block;
+    opt.check_width = check_width;
+    KSZ_EXPECTS(pipeline_name == "dual" || pipeline_name == "classic", "unknown pipeline '", pipeline_name,
+                "' (dual, classic)");
+    opt.classic = pipeline_name == "classic";
     const DType t = parse_dtype(dtype);
     const Dims dd = parse_dims(dims);
     validate(t, dd, opt);

@@ -17,7 +17,10 @@ constexpr std::uint8_t kMagic[8] = {0x89, 'K', 'S', 'Z', 0x0D, 0x0A, 0x1A, 0x0A}
 // Hostile-header guards: no field may ask for more than this many elements.
 constexpr std::uint64_t kMaxElements = std::uint64_t(1) << 40;
 
-// Header parameter keys (TLV). Numeric values are part of the format.
+// Header parameter keys (TLV) and segment ids. Numeric values are part of the
+// format. Ranges by method, so methods grow without colliding:
+//   1-15 Lorenzo/Huffman, 16-31 SZx, 32-47 interpolation, 48-63 classic
+//   pipeline and PW_REL, 64-79 lossless passes.
 enum class Param : std::uint16_t {
   QuantStep = 1,       // f64: quantization step (2 x abs bound, except degenerate fields)
   Radius = 2,          // u32: quantization radius; codes are [0, 2*radius)
