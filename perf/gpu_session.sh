@@ -34,7 +34,7 @@ for rel in 1e-4 1e-3; do
   step "bench CUDA $DIMS REL $rel"
   .gpu/bench_lorenzo-cuda --dims "$DIMS" --rel $rel --reps 5 --backend cuda --json "$OUT/bench_cuda_$rel.json"
 done
-for t in 16 1; do
+for t in ${OMP_BENCH_THREADS:-16 1}; do
   step "bench OpenMP $t threads $DIMS REL 1e-4"
   OMP_NUM_THREADS=$t .gpu/bench_lorenzo-omp --dims "$DIMS" --rel 1e-4 --reps $([ $t = 1 ] && echo 1 || echo 3) \
     --backend openmp --json "$OUT/bench_omp${t}_1e-4.json"

@@ -1,23 +1,27 @@
-// Histogram of quantization codes (cusz-2020 section IV-A). Each team counts
-// its slice into a private scratch-memory histogram (cuSZ's replicated
-// per-block copies), then adds it to the global one: far fewer global atomics
-// than one per element, and integer counts make the result deterministic.
+// Histogram of quantization codes (cusz-2020 section IV-A). Quantization codes
+// crowd around the center (a zero residual), so the center bins would make
+// every atomic contend. Each thread therefore counts the kHot bins around the
+// center in registers (cusz-i section VI-A's top-k idea), sends the rest to a
+// per-team scratch histogram (cuSZ's replicated per-block copies), and the
+// team adds its counts to the global histogram once. Integer counts: the
+// result is the same on every backend.
 #pragma once
 #include <Kokkos_Core.hpp>
 #include <cstdint>
 
 namespace ksz::histogram {
 
-// Elements per team: keeps each team's counts well inside uint32.
+// Elements per team.
 constexpr std::uint64_t kTeamSlice = std::uint64_t(1) << 16;
 // Scratch histograms above this many bins go straight to global atomics.
 constexpr std::uint32_t kMaxScratchBins = 8192;
+// Bins around the center counted in registers: [center - kHot/2, center + kHot/2).
+constexpr std::uint32_t kHot = 16;
 
 template <class ExecSpace>
 void histogram(const ExecSpace& space,
                Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
-               Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> hist) {
-  using Mem = typename ExecSpace::memory_space;
+               Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> hist, std::uint32_t center) {
   const std::uint64_t n = codes.extent(0);
   const std::uint32_t nbins = static_cast<std::uint32_t>(hist.extent(0));
   Kokkos::deep_copy(space, hist, 0);
@@ -31,31 +35,51 @@ void histogram(const ExecSpace& space,
         });
     return;
   }
+  // Host backends run one thread per team over a private scratch histogram:
+  // no atomics needed there, and no register counting either.
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   using Member = typename Policy::member_type;
   using Scratch = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const std::uint64_t league = (n + kTeamSlice - 1) / kTeamSlice;
-  Policy policy(space, static_cast<int>(league), Kokkos::AUTO);
+  // The hot window, clipped into [0, nbins).
+  const std::uint32_t lo = center >= kHot / 2 ? center - kHot / 2 : 0;
+  Policy policy(space, static_cast<int>(league), host ? 1 : 256);
   policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(nbins)));
   Kokkos::parallel_for(
       "ksz::histogram::team", policy, KOKKOS_LAMBDA(const Member& team) {
         Scratch local(team.team_scratch(0), nbins);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nbins),
-                             [&](const std::uint32_t b) { local(b) = 0; });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nbins), [&](const std::uint32_t b) { local(b) = 0; });
         team.team_barrier();
         const std::uint64_t begin = static_cast<std::uint64_t>(team.league_rank()) * kTeamSlice;
         const std::uint64_t end = begin + kTeamSlice < n ? begin + kTeamSlice : n;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, begin, end), [&](const std::uint64_t i) {
-          const std::uint16_t c = codes(i);
-          if (c < nbins) Kokkos::atomic_add(&local(c), std::uint32_t(1));
-        });
+        if (host) {
+          for (std::uint64_t i = begin; i < end; ++i) {
+            const std::uint16_t c = codes(i);
+            if (c < nbins) ++local(c);
+          }
+        } else {
+          std::uint32_t hot[kHot];
+          for (std::uint32_t k = 0; k < kHot; ++k) hot[k] = 0;
+          const std::uint64_t stride = static_cast<std::uint64_t>(team.team_size());
+          for (std::uint64_t i = begin + team.team_rank(); i < end; i += stride) {
+            const std::uint32_t c = codes(i);
+            const std::uint32_t d = c - lo;  // wraps for c < lo
+            if (d < kHot && c < nbins) {
+              for (std::uint32_t k = 0; k < kHot; ++k) hot[k] += d == k ? 1u : 0u;  // unrolled: registers
+            } else if (c < nbins) {
+              Kokkos::atomic_add(&local(c), std::uint32_t(1));
+            }
+          }
+          for (std::uint32_t k = 0; k < kHot; ++k)
+            if (hot[k] && lo + k < nbins) Kokkos::atomic_add(&local(lo + k), hot[k]);
+        }
         team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nbins), [&](const std::uint32_t b) {
           if (local(b)) Kokkos::atomic_add(&hist(b), static_cast<std::uint64_t>(local(b)));
         });
       });
-  (void)sizeof(Mem);
 }
 
 }  // namespace ksz::histogram

@@ -12,21 +12,24 @@ namespace ksz::outliers {
 
 // Indices i in [0, n) with pred(i), increasing. pred must be a device-callable
 // functor taking std::uint64_t.
+// `known_count`, when the caller has it, saves the counting pass.
 template <class ExecSpace, class Pred>
 Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_indices(
-    const ExecSpace& space, std::uint64_t n, Pred pred, const char* label) {
+    const ExecSpace& space, std::uint64_t n, Pred pred, const char* label,
+    std::uint64_t known_count = ~std::uint64_t(0)) {
   using Mem = typename ExecSpace::memory_space;
-  std::uint64_t count = 0;
-  Kokkos::parallel_reduce(
-      "ksz::outliers::count", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-      KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) { acc += pred(i) ? 1 : 0; }, count);
+  std::uint64_t count = known_count;
+  if (count == ~std::uint64_t(0))
+    Kokkos::parallel_reduce(
+        "ksz::outliers::count", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+        KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) { acc += pred(i) ? 1 : 0; }, count);
   Kokkos::View<std::uint64_t*, Mem> idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), count);
   if (count == 0) return idx;
   Kokkos::parallel_scan(
       "ksz::outliers::compact", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
       KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& pos, const bool final) {
         const bool hit = pred(i);
-        if (final && hit) idx(pos) = i;
+        if (final && hit && pos < count) idx(pos) = i;
         pos += hit ? 1 : 0;
       });
   return idx;

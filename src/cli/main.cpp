@@ -91,11 +91,11 @@ double gbps(double bytes, double s) { return s > 0 ? bytes / s / 1e9 : 0; }
 void print_stages(const Report& r, const char* what) {
   std::printf("%s on %s:\n", what, to_string(r.backend));
   for (const auto& s : r.stages)
-    std::printf("  %-18s %9.3f ms  %8.2f GB/s\n", s.name.c_str(), s.seconds * 1e3,
+    std::printf("  %-28s %9.3f ms  %8.2f GB/s\n", s.name.c_str(), s.seconds * 1e3,
                 gbps(double(r.input_bytes), s.seconds));
-  std::printf("  %-18s %9.3f ms  %8.2f GB/s  (stages, data on the device)\n", "kernels", r.device_seconds * 1e3,
+  std::printf("  %-28s %9.3f ms  %8.2f GB/s  (stages, data on the device)\n", "kernels", r.device_seconds * 1e3,
               gbps(double(r.input_bytes), r.device_seconds));
-  std::printf("  %-18s %9.3f ms  %8.2f GB/s  (whole call, host copies included)\n", "end to end",
+  std::printf("  %-28s %9.3f ms  %8.2f GB/s  (whole call, host copies included)\n", "end to end",
               r.total_seconds * 1e3, gbps(double(r.input_bytes), r.total_seconds));
 }
 

@@ -8,6 +8,7 @@
 #include "portable/encode/huffman/huffman.hpp"
 #include "portable/histogram/histogram.hpp"
 #include "portable/predict/lorenzo/lorenzo.hpp"
+#include "portable/predict/lorenzo/lorenzo_fused.hpp"
 #include "portable/quantize/outliers.hpp"
 #include "portable/quantize/prequant.hpp"
 #include "src/pipeline/lorenzo_pipeline.hpp"
@@ -55,7 +56,7 @@ inline quantize::QuantParams quant_params(double abs_bound, const Range& r) {
 inline std::size_t index_width(std::uint64_t n) { return n > 0xFFFFFFFFull ? 8 : 4; }
 
 template <class Mem>
-std::vector<std::uint8_t> pack_indices(Kokkos::View<std::uint64_t*, Mem> idx, std::uint64_t n) {
+std::vector<std::uint8_t> pack_indices(Kokkos::View<const std::uint64_t*, Mem> idx, std::uint64_t n) {
   auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), idx);
   const std::size_t w = index_width(n);
   std::vector<std::uint8_t> out(h.extent(0) * w);
@@ -161,7 +162,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const lorenzo::Geometry g = geometry(dims, chunk);
 
   Kokkos::View<std::int32_t*, Mem> q(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::q"), n);
-  lorenzo::prequantize<ExecSpace, T>(space, in, qp, q);
+  const std::uint64_t n_verbatim = lorenzo::prequantize<ExecSpace, T>(space, in, qp, q);
   timer.mark("prequantize");
 
   Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
@@ -170,10 +171,9 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
 
   const std::uint32_t nsym = 2 * opt.radius;
   Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
-  histogram::histogram<ExecSpace>(space, codes, hist);
+  histogram::histogram<ExecSpace>(space, codes, hist, opt.radius);
   auto hist_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
   timer.mark("histogram");
-
   const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
   timer.mark("codebook");
@@ -181,22 +181,29 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk);
   timer.mark("huffman encode");
 
-  const Kokkos::View<const std::int32_t*, Mem> qc = q;
+  // Sparse lists by prefix-scan compaction (increasing order on every
+  // backend); their sizes are already known, so empty lists cost nothing.
+  const std::uint64_t n_outliers = hist_h(0);
+  Kokkos::View<const std::uint64_t*, Mem> out_idx, verb_idx;
+  if (n_outliers)
+    out_idx = outliers::compact_indices(
+        space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::outlier_index",
+        n_outliers);
+  if (n_verbatim)
+    verb_idx = outliers::compact_indices(
+        space, n,
+        KOKKOS_LAMBDA(const std::uint64_t i) {
+          std::int32_t v;
+          return !quantize::prequantize<T>(in(i), qp, v);
+        },
+        "ksz::verbatim_index", n_verbatim);
   const lorenzo::Geometry geo = g;
-  const auto out_idx = outliers::compact_indices(
-      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::outlier_index");
+  const Kokkos::View<const std::int32_t*, Mem> qc = q;
   Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
                                            out_idx.extent(0));
   Kokkos::parallel_for(
       "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
       KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = lorenzo::residual(geo, qc, out_idx(j)); });
-  const auto verb_idx = outliers::compact_indices(
-      space, n,
-      KOKKOS_LAMBDA(const std::uint64_t i) {
-        std::int32_t v;
-        return !quantize::prequantize<T>(in(i), qp, v);
-      },
-      "ksz::verbatim_index");
   Kokkos::View<T*, Mem> verb_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
                                  verb_idx.extent(0));
   Kokkos::parallel_for(
@@ -263,7 +270,9 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   const std::uint32_t radius = h.u32(Param::Radius);
   KSZ_STREAM_CHECK(radius >= 1 && radius <= 32768, "radius ", radius, " out of range");
   const auto chunk = h.u32s(Param::LorenzoChunk, 3);
-  for (auto c : chunk) KSZ_STREAM_CHECK(c >= 1, "chunk extent 0");
+  for (auto c : chunk) KSZ_STREAM_CHECK(c >= 1 && c <= 8192, "chunk extent ", c, " out of range");
+  // A chunk is staged in scratch memory: at most 8192 elements (32 KiB).
+  KSZ_STREAM_CHECK(std::uint64_t(chunk[0]) * chunk[1] * chunk[2] <= 8192, "chunk of more than 8192 elements");
   const std::uint32_t hchunk = h.u32(Param::HuffmanChunk);
   KSZ_STREAM_CHECK(hchunk >= 1 && hchunk <= (1u << 24), "Huffman chunk ", hchunk, " out of range");
   const double step = h.f64(Param::QuantStep);
@@ -299,29 +308,24 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes);
   timer.mark("huffman decode");
 
-  // Outliers are exactly the code-0 positions: same count, every index a 0.
-  std::uint64_t zeros = 0, mismatched = 0;
-  Kokkos::parallel_reduce(
-      "ksz::count_zero_codes", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-      KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) { acc += codes(i) == 0 ? 1 : 0; }, zeros);
+  // Outlier residuals at their positions; read only where the code is 0.
+  Kokkos::View<std::int32_t*, Mem> dense(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_dense"), n);
+  outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, dense);
+  std::uint64_t mismatched = 0;
   Kokkos::parallel_reduce(
       "ksz::check_outlier_positions", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
       KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += codes(oi(j)) == 0 ? 0 : 1; },
       mismatched);
-  KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
-  Kokkos::View<std::int32_t*, Mem> v(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
-  lorenzo::dequantize_codes<ExecSpace>(space, codes, radius, v);
-  outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, v);
   timer.mark("outliers");
 
   const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
-  lorenzo::reconstruct<ExecSpace>(space, geometry(h.dims, c3), v);
-  timer.mark("lorenzo inverse");
-
   out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
-  lorenzo::dequantize<ExecSpace, T>(space, v, step, out);
+  const std::uint64_t zeros =
+      lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geometry(h.dims, c3), codes, dense, radius, step, out);
+  // Outliers are exactly the code-0 positions: same count, every index a 0.
+  KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);
-  timer.mark("dequantize");
+  timer.mark("lorenzo inverse+dequantize");
   if (report) {
     report->elements = n;
     report->input_bytes = n * sizeof(T);

@@ -30,19 +30,32 @@ inline void default_chunk(int rank, std::uint32_t c[3]) {
   if (rank == 3) c[0] = c[1] = c[2] = 16;
 }
 
-// Pass 1: q[i] = prequantized value, 0 for verbatim elements.
+// Elements per range-policy iteration. Kokkos 3.4 launches 64-thread blocks
+// for plain range kernels, which caps one element per thread at about a third
+// of an H100's bandwidth; four per thread reach most of it (measured: 845 vs
+// 2521 GB/s for a copy).
+constexpr std::uint64_t kPerIter = 4;
+
+// Pass 1: q[i] = prequantized value, 0 for verbatim elements. Returns the
+// number of verbatim elements.
 template <class ExecSpace, class T>
-void prequantize(const ExecSpace& space,
-                 Kokkos::View<const T*, typename ExecSpace::memory_space> in,
-                 const quantize::QuantParams& qp,
-                 Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> q) {
-  Kokkos::parallel_for(
-      "ksz::lorenzo::prequantize", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t i) {
-        std::int32_t v;
-        quantize::prequantize<T>(in(i), qp, v);
-        q(i) = v;
-      });
+std::uint64_t prequantize(const ExecSpace& space,
+                          Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                          const quantize::QuantParams& qp,
+                          Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> q) {
+  const std::uint64_t n = in.extent(0);
+  std::uint64_t verbatim = 0;
+  Kokkos::parallel_reduce(
+      "ksz::lorenzo::prequantize", Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kPerIter - 1) / kPerIter),
+      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) {
+        for (std::uint64_t i = j * kPerIter; i < (j + 1) * kPerIter && i < n; ++i) {
+          std::int32_t v;
+          acc += quantize::prequantize<T>(in(i), qp, v) ? 0 : 1;
+          q(i) = v;
+        }
+      },
+      verbatim);
+  return verbatim;
 }
 
 // The residual at i (also used to recover outlier values).
@@ -61,6 +74,19 @@ KOKKOS_INLINE_FUNCTION std::int32_t residual(const Geometry& g, const QView& q, 
   return static_cast<std::int32_t>(d);
 }
 
+// q computed on the fly from the input: lets residual() recover a sparse set
+// of residuals (outliers) without a stored q array.
+template <class InView>
+struct PrequantOf {
+  InView in;
+  quantize::QuantParams qp;
+  KOKKOS_INLINE_FUNCTION std::int32_t operator()(std::uint64_t j) const {
+    std::int32_t v;
+    quantize::prequantize(in(j), qp, v);
+    return v;
+  }
+};
+
 // Pass 2: residual of the chunk-local Lorenzo predictor, quantized to a code
 // in [1, 2*radius) when |residual| < radius, else code 0 (an outlier).
 template <class ExecSpace>
@@ -69,12 +95,15 @@ void predict_quantize(const ExecSpace& space, const Geometry& g,
                       std::uint32_t radius,
                       Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes) {
   const Geometry geo = g;
+  const std::uint64_t n = g.count();
   Kokkos::parallel_for(
-      "ksz::lorenzo::predict_quantize", Kokkos::RangePolicy<ExecSpace>(space, 0, g.count()),
-      KOKKOS_LAMBDA(const std::uint64_t i) {
-        const std::int32_t d = residual(geo, q, i);
-        const std::int64_t r = radius;
-        codes(i) = (d > -r && d < r) ? static_cast<std::uint16_t>(d + r) : std::uint16_t(0);
+      "ksz::lorenzo::predict_quantize", Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kPerIter - 1) / kPerIter),
+      KOKKOS_LAMBDA(const std::uint64_t j) {
+        for (std::uint64_t i = j * kPerIter; i < (j + 1) * kPerIter && i < n; ++i) {
+          const std::int32_t d = residual(geo, q, i);
+          const std::int64_t r = radius;
+          codes(i) = (d > -r && d < r) ? static_cast<std::uint16_t>(d + r) : std::uint16_t(0);
+        }
       });
 }
 

@@ -1,0 +1,98 @@
+// The Lorenzo stages: the histogram equals a plain count, and the fused
+// decompression kernel equals the unfused reference stages bit for bit.
+#include <gtest/gtest.h>
+
+#include "portable/histogram/histogram.hpp"
+#include "portable/predict/lorenzo/lorenzo.hpp"
+#include "portable/predict/lorenzo/lorenzo_fused.hpp"
+#include "portable/quantize/outliers.hpp"
+#include "tests/common/backends.hpp"
+#include "tests/common/fields.hpp"
+
+namespace ksz::test {
+namespace {
+
+template <class Space>
+class LorenzoFused : public ::testing::Test {};
+TYPED_TEST_SUITE(LorenzoFused, ExecSpaces, ExecSpaceName);
+
+template <class V>
+auto host(const V& v) {
+  return Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+}
+
+// A free function: nvcc refuses device lambdas inside gtest's TestBody.
+template <class Space>
+void fused_equals_reference() {
+  using Mem = typename Space::memory_space;
+  Space space;
+  struct Case {
+    std::vector<std::uint64_t> n;
+    std::vector<std::uint32_t> c;
+    Pattern p;
+    double step;
+    std::uint32_t radius;
+  };
+  const std::vector<Case> cases = {
+      {{1000}, {256, 1, 1}, Pattern::Noisy, 1e-3, 512},   {{4097}, {4096, 1, 1}, Pattern::Fill, 1e-2, 16},
+      {{70, 33}, {16, 16, 1}, Pattern::Spiky, 1e-4, 512}, {{33, 17, 9}, {8, 8, 8}, Pattern::Smooth, 1e-3, 4},
+      {{40, 40, 40}, {16, 16, 16}, Pattern::Noisy, 1e-2, 512}, {{5, 3, 300}, {4, 2, 64}, Pattern::Fill, 1e-3, 32768}};
+  for (const auto& cs : cases) {
+    const Dims d = dims_of(cs.n);
+    auto field = make_field<float>(cs.p, d);
+    field[d.count() / 2] = std::numeric_limits<float>::quiet_NaN();
+    const std::uint64_t n = d.count();
+    Kokkos::View<float*, Mem> in("in", n);
+    Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(field.data(), n));
+    lorenzo::Geometry g;
+    g.n0 = d.n[0], g.n1 = d.n[1], g.n2 = d.n[2];
+    g.c0 = cs.c[0], g.c1 = cs.c[1], g.c2 = cs.c[2];
+    const quantize::QuantParams qp{cs.step, 1 / cs.step, cs.step / 2};
+    const std::uint32_t nbins = 2 * cs.radius;
+
+    // reference
+    Kokkos::View<std::int32_t*, Mem> q("q", n);
+    Kokkos::View<std::uint16_t*, Mem> rc("rc", n);
+    Kokkos::View<std::uint64_t*, Mem> rh("rh", nbins);
+    lorenzo::prequantize<Space, float>(space, in, qp, q);
+    lorenzo::predict_quantize<Space>(space, g, q, cs.radius, rc);
+    histogram::histogram<Space>(space, rc, rh, cs.radius);
+    const auto ro = outliers::compact_indices(
+        space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return rc(i) == 0; }, "ro");
+    // histogram against a plain host count
+    const auto hrc = host(rc);
+    const auto hrh = host(rh);
+    std::vector<std::uint64_t> ref(nbins, 0);
+    for (std::uint64_t i = 0; i < n; ++i) ++ref[hrc(i)];
+    for (std::uint32_t b = 0; b < nbins; ++b) ASSERT_EQ(hrh(b), ref[b]) << d.str() << " bin " << b;
+    const auto hro = host(ro);
+    ASSERT_EQ(hro.extent(0), ref[0]);
+
+    // inverse: reference stages vs fused, from the reference codes + outliers
+    Kokkos::View<std::int32_t*, Mem> ov("ov", ro.extent(0)), dense("dense", n), v("v", n);
+    const Kokkos::View<const std::int32_t*, Mem> qc = q;
+    const lorenzo::Geometry geo = g;
+    Kokkos::parallel_for(
+        Kokkos::RangePolicy<Space>(space, 0, ro.extent(0)),
+        KOKKOS_LAMBDA(const std::uint64_t j) { ov(j) = lorenzo::residual(geo, qc, ro(j)); });
+    lorenzo::dequantize_codes<Space>(space, rc, cs.radius, v);
+    outliers::scatter<Space, std::int32_t>(space, ro, ov, v);
+    lorenzo::reconstruct<Space>(space, g, v);
+    Kokkos::View<float*, Mem> rout("rout", n), fout("fout", n);
+    lorenzo::dequantize<Space, float>(space, v, cs.step, rout);
+    outliers::scatter<Space, std::int32_t>(space, ro, ov, dense);
+    const auto zeros = lorenzo::reconstruct_dequantize<Space, float>(space, g, rc, dense, cs.radius, cs.step, fout);
+    EXPECT_EQ(zeros, ro.extent(0));
+    const auto hq = host(q);
+    const auto hv = host(v);
+    for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(hq(i), hv(i)) << "reference inverse at " << i;
+    const auto hr = host(rout);
+    const auto hf = host(fout);
+    EXPECT_EQ(0, std::memcmp(hr.data(), hf.data(), n * sizeof(float))) << d.str();
+  }
+}
+
+TYPED_TEST(LorenzoFused, EqualsReferenceStages) { fused_equals_reference<TypeParam>(); }
+
+}  // namespace
+}  // namespace ksz::test
