@@ -60,6 +60,7 @@ case "$cmd" in
     exec "$cpu_dir/ksz" demo "$@" ;;
   test)
     ensure_packages
+    "$root/cmake/lint.sh"
     configure_build openmp "$cpu_dir"
     cd "$cpu_dir"
     exec ctest --output-on-failure -j "$jobs" "$@" ;;

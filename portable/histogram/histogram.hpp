@@ -16,7 +16,7 @@ constexpr std::uint64_t kTeamSlice = std::uint64_t(1) << 16;
 // Scratch histograms above this many bins go straight to global atomics.
 constexpr std::uint32_t kMaxScratchBins = 8192;
 // Bins around the center counted in registers: [center - kHot/2, center + kHot/2).
-constexpr std::uint32_t kHot = 16;
+constexpr std::uint32_t kHot = 32;
 
 template <class ExecSpace>
 void histogram(const ExecSpace& space,

@@ -10,30 +10,79 @@
 
 namespace ksz::outliers {
 
+// Elements per compaction block (one team each).
+constexpr std::uint64_t kCompactBlock = 4096;
+
 // Indices i in [0, n) with pred(i), increasing. pred must be a device-callable
-// functor taking std::uint64_t.
-// `known_count`, when the caller has it, saves the counting pass.
+// functor taking std::uint64_t. Three steps: per-block counts (a team
+// reduction each), an exclusive scan over the few block counts, and a team
+// scan inside each block that has hits. Every step reads contiguously, and a
+// block without hits is skipped: much cheaper than one scan over n when hits
+// are sparse, the common case. `known_count`, when the caller has it, is only
+// a cross-check.
 template <class ExecSpace, class Pred>
 Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_indices(
     const ExecSpace& space, std::uint64_t n, Pred pred, const char* label,
     std::uint64_t known_count = ~std::uint64_t(0)) {
   using Mem = typename ExecSpace::memory_space;
-  std::uint64_t count = known_count;
-  if (count == ~std::uint64_t(0))
-    Kokkos::parallel_reduce(
-        "ksz::outliers::count", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-        KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) { acc += pred(i) ? 1 : 0; }, count);
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using Member = typename Policy::member_type;
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  const std::uint64_t nblocks = (n + kCompactBlock - 1) / kCompactBlock;
+  Kokkos::View<std::uint64_t*, Mem> offsets(Kokkos::view_alloc(Kokkos::WithoutInitializing,
+                                                                std::string(label) + "_offsets"),
+                                            nblocks + 1);
+  Policy policy(space, static_cast<int>(nblocks), host ? 1 : 256);
+  Kokkos::parallel_for(
+      "ksz::outliers::block_counts", policy, KOKKOS_LAMBDA(const Member& team) {
+        const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank());
+        const std::uint64_t begin = b * kCompactBlock, end = begin + kCompactBlock < n ? begin + kCompactBlock : n;
+        std::uint64_t c = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, begin, end),
+            [&](const std::uint64_t i, std::uint64_t& acc) { acc += pred(i) ? 1 : 0; }, c);
+        Kokkos::single(Kokkos::PerTeam(team), [&]() { offsets(b) = c; });
+      });
+  std::uint64_t count = 0;
+  Kokkos::parallel_scan(
+      "ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
+      KOKKOS_LAMBDA(const std::uint64_t b, std::uint64_t& pos, const bool final) {
+        const std::uint64_t c = b < nblocks ? offsets(b) : 0;
+        if (final) offsets(b) = pos;
+        pos += c;
+      });
+  Kokkos::deep_copy(space, count, Kokkos::subview(offsets, nblocks));
+  space.fence();
+  KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
   Kokkos::View<std::uint64_t*, Mem> idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), count);
   if (count == 0) return idx;
-  Kokkos::parallel_scan(
-      "ksz::outliers::compact", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-      KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& pos, const bool final) {
-        const bool hit = pred(i);
-        if (final && hit && pos < count) idx(pos) = i;
-        pos += hit ? 1 : 0;
+  Kokkos::parallel_for(
+      "ksz::outliers::compact", policy, KOKKOS_LAMBDA(const Member& team) {
+        const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank());
+        const std::uint64_t base = offsets(b);
+        if (offsets(b + 1) == base) return;  // no hits in this block: the whole team leaves
+        const std::uint64_t begin = b * kCompactBlock, end = begin + kCompactBlock < n ? begin + kCompactBlock : n;
+        Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, begin, end),
+                              [&](const std::uint64_t i, std::uint64_t& pos, const bool final) {
+                                const bool hit = pred(i);
+                                if (final && hit) idx(base + pos) = i;
+                                pos += hit ? 1 : 0;
+                              });
       });
   return idx;
 }
+
+namespace impl {
+template <class Mem>
+struct BadIndexCount {  // a functor: see the note on parallel_reduce in lorenzo.hpp
+  Kokkos::View<const std::uint64_t*, Mem> idx;
+  std::uint64_t n;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t j, std::uint64_t& acc) const {
+    const bool ok = idx(j) < n && (j == 0 || idx(j - 1) < idx(j));
+    acc += ok ? 0 : 1;
+  }
+};
+}  // namespace impl
 
 // Checks that idx is strictly increasing and below n; throws CorruptStream.
 template <class ExecSpace>
@@ -41,13 +90,8 @@ void validate_indices(const ExecSpace& space,
                       Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> idx,
                       std::uint64_t n, const char* what) {
   std::uint64_t bad = 0;
-  Kokkos::parallel_reduce(
-      "ksz::outliers::validate", Kokkos::RangePolicy<ExecSpace>(space, 0, idx.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) {
-        const bool ok = idx(j) < n && (j == 0 || idx(j - 1) < idx(j));
-        acc += ok ? 0 : 1;
-      },
-      bad);
+  Kokkos::parallel_reduce("ksz::outliers::validate", Kokkos::RangePolicy<ExecSpace>(space, 0, idx.extent(0)),
+                          impl::BadIndexCount<typename ExecSpace::memory_space>{idx, n}, bad);
   KSZ_STREAM_CHECK(bad == 0, what, " index list is not increasing or is out of range");
 }
 

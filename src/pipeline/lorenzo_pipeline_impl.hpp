@@ -25,20 +25,25 @@ struct Range {
   bool any_finite;
 };
 
+template <class Mem, class T>
+struct FiniteMinMax {  // a functor: see the note on parallel_reduce in lorenzo.hpp
+  using MM = Kokkos::MinMax<double>;
+  Kokkos::View<const T*, Mem> in;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t i, typename MM::value_type& acc) const {
+    const double v = static_cast<double>(in(i));
+    if (v - v == 0) {  // finite: NaN and Inf give NaN
+      if (v < acc.min_val) acc.min_val = v;
+      if (v > acc.max_val) acc.max_val = v;
+    }
+  }
+};
+
 template <class ExecSpace, class T>
 Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
   using MM = Kokkos::MinMax<double>;
   typename MM::value_type r;
-  Kokkos::parallel_reduce(
-      "ksz::value_range", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t i, typename MM::value_type& acc) {
-        const double v = static_cast<double>(in(i));
-        if (v - v == 0) {  // finite: NaN and Inf give NaN
-          if (v < acc.min_val) acc.min_val = v;
-          if (v > acc.max_val) acc.max_val = v;
-        }
-      },
-      MM(r));
+  Kokkos::parallel_reduce("ksz::value_range", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
+                          FiniteMinMax<typename ExecSpace::memory_space, T>{in}, MM(r));
   Range out{r.min_val, r.max_val, r.min_val <= r.max_val};
   if (!out.any_finite) out.min = out.max = 0;
   return out;
@@ -52,6 +57,15 @@ inline quantize::QuantParams quant_params(double abs_bound, const Range& r) {
   if (!std::isfinite(step)) step = std::numeric_limits<double>::max();
   return {step, 1.0 / step, abs_bound};
 }
+
+template <class Mem>
+struct NonZeroCodeAt {  // a functor: see the note on parallel_reduce in lorenzo.hpp
+  Kokkos::View<const std::uint16_t*, Mem> codes;
+  Kokkos::View<const std::uint64_t*, Mem> idx;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t j, std::uint64_t& acc) const {
+    acc += codes(idx(j)) == 0 ? 0 : 1;
+  }
+};
 
 inline std::size_t index_width(std::uint64_t n) { return n > 0xFFFFFFFFull ? 8 : 4; }
 
@@ -312,10 +326,8 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   Kokkos::View<std::int32_t*, Mem> dense(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_dense"), n);
   outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, dense);
   std::uint64_t mismatched = 0;
-  Kokkos::parallel_reduce(
-      "ksz::check_outlier_positions", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
-      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += codes(oi(j)) == 0 ? 0 : 1; },
-      mismatched);
+  Kokkos::parallel_reduce("ksz::check_outlier_positions", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
+                          NonZeroCodeAt<Mem>{codes, oi}, mismatched);
   timer.mark("outliers");
 
   const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};

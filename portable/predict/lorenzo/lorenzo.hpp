@@ -36,8 +36,30 @@ inline void default_chunk(int rank, std::uint32_t c[3]) {
 // 2521 GB/s for a copy).
 constexpr std::uint64_t kPerIter = 4;
 
+namespace impl {
+template <class ExecSpace, class T>
+struct PrequantizeKernel {
+  Kokkos::View<const T*, typename ExecSpace::memory_space> in;
+  quantize::QuantParams qp;
+  Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> q;
+  std::uint64_t n;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t j, std::uint64_t& acc) const {
+    for (std::uint64_t i = j * kPerIter; i < (j + 1) * kPerIter && i < n; ++i) {
+      std::int32_t v;
+      acc += quantize::prequantize<T>(in(i), qp, v) ? 0 : 1;
+      q(i) = v;
+    }
+  }
+};
+}  // namespace impl
+
 // Pass 1: q[i] = prequantized value, 0 for verbatim elements. Returns the
 // number of verbatim elements.
+//
+// Every parallel_reduce in ksz takes a named functor, never a KOKKOS_LAMBDA:
+// nvcc's host-device lambda wrapper calls a null pointer when a template
+// holding such a reduction is instantiated in two translation units (seen
+// with CUDA 13 on an H100: a test and the library both instantiating this).
 template <class ExecSpace, class T>
 std::uint64_t prequantize(const ExecSpace& space,
                           Kokkos::View<const T*, typename ExecSpace::memory_space> in,
@@ -45,16 +67,9 @@ std::uint64_t prequantize(const ExecSpace& space,
                           Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> q) {
   const std::uint64_t n = in.extent(0);
   std::uint64_t verbatim = 0;
-  Kokkos::parallel_reduce(
-      "ksz::lorenzo::prequantize", Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kPerIter - 1) / kPerIter),
-      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) {
-        for (std::uint64_t i = j * kPerIter; i < (j + 1) * kPerIter && i < n; ++i) {
-          std::int32_t v;
-          acc += quantize::prequantize<T>(in(i), qp, v) ? 0 : 1;
-          q(i) = v;
-        }
-      },
-      verbatim);
+  Kokkos::parallel_reduce("ksz::lorenzo::prequantize",
+                          Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kPerIter - 1) / kPerIter),
+                          impl::PrequantizeKernel<ExecSpace, T>{in, qp, q, n}, verbatim);
   return verbatim;
 }
 

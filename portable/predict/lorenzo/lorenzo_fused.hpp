@@ -60,9 +60,7 @@ struct ChunkBox {
 
 namespace impl {
 
-// A named functor, not a lambda: nvcc's host-device lambda wrapper calls a
-// null pointer when Kokkos 3.4 runs a TeamPolicy parallel_reduce on a host
-// backend of a CUDA build (seen with Serial on an H100 build).
+// A named functor, not a lambda: see the note on parallel_reduce in lorenzo.hpp.
 template <class ExecSpace, class T>
 struct ReconstructDequantize {
   using Mem = typename ExecSpace::memory_space;
