@@ -14,6 +14,7 @@
 
 #include "portable/generate/field.hpp"
 #include "src/api/ksz.hpp"
+#include "src/cli/check.hpp"
 #include "src/cli/io.hpp"
 #include "src/cli/quality.hpp"
 
@@ -202,6 +203,7 @@ int run(int argc, char** argv) {
   demo->add_option("-e,--error", bound, "REL error bound")->capture_default_str();
   demo->add_option("--kind", kind, "turbulent, smooth, noise")->capture_default_str();
 
+  const auto check = cli::register_check(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -218,6 +220,7 @@ int run(int argc, char** argv) {
   int kargc = static_cast<int>(kargv.size());
   Kokkos::ScopeGuard kokkos(kargc, kargv.data());
   const Backend backend = parse_backend(backend_name);
+  if (check.active()) return check.run(backend);
 
   if (*c) {
     Options opt;
