@@ -18,7 +18,8 @@ constexpr int kQualityMaxLag = 16;  // autocorrelation lags are 1..autocorr_lags
 struct QualityConfig {
   bool stencil = true;   // pattern 2: derivative, divergence, Laplacian errors + error autocorrelation
   bool ssim = true;      // pattern 3: SSIM over sliding windows
-  int pdf_bins = 64;     // bins of the error and point-wise relative error PDFs
+  bool pdf = true;       // error and point-wise relative error PDFs (the one extra read of pattern 1)
+  int pdf_bins = 64;     // bins of those PDFs
   int autocorr_lags = 10;  // lags 1..autocorr_lags of the error autocorrelation
   int ssim_window = 8;     // window extent per dimension (clamped to the field's extent)
   int ssim_step = 1;       // distance between neighbouring window origins

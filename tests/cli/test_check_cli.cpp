@@ -72,5 +72,17 @@ TEST_F(CheckCli, BadInputRefused) {
   EXPECT_EQ(run("-a " + path("a.f32") + " -b " + path("a.f32") + " -d 10,10 --lags 99"), 1);
 }
 
+TEST_F(CheckCli, CompressReportQuality) {
+  const ksz::Dims d = ksz::test::dims_of({30, 20, 8});
+  write("a.f32", ksz::test::make_field<float>(ksz::test::Pattern::Smooth, d));
+  const std::string cmd = std::string(KSZ_CLI_PATH) + " --backend serial compress -i " + path("a.f32") + " -o " +
+                          path("a.ksz") + " -d 30,20,8 -e 1e-3 --report quality >'" + path("out.txt") + "' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp("out.txt");
+  const std::string out = slurp("out.txt");
+  EXPECT_NE(out.find("error bound respected on every element: yes"), std::string::npos) << out;
+  EXPECT_NE(out.find("SSIM mean"), std::string::npos) << out;
+  EXPECT_NE(out.find("Laplacian err max"), std::string::npos) << out;
+}
+
 }  // namespace
 #endif
