@@ -379,7 +379,7 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
   q.snr = q.mse > 0 ? 10 * std::log10(va / q.mse) : HUGE_VAL;
 
   // PDFs over [min, max] of the error and of the point-wise relative error.
-  {
+  if (cfg.pdf) {
     const int nb = cfg.pdf_bins;
     q.err_pdf_lo = q.min_err;
     q.err_pdf_hi = q.max_err;
