@@ -14,6 +14,8 @@
 
 #include "portable/generate/field.hpp"
 #include "src/api/ksz.hpp"
+#include "src/api/quality.hpp"
+#include "src/cli/check.hpp"
 #include "src/cli/io.hpp"
 #include "src/cli/quality.hpp"
 
@@ -172,7 +174,11 @@ int run(int argc, char** argv) {
   c->add_option("-e,--error", bound, "error bound")->capture_default_str();
   c->add_option("--predictor", predictor, "lorenzo")->capture_default_str();
   c->add_option("--radius", radius, "quantization radius (2*radius Huffman symbols)")->capture_default_str();
-  c->add_flag("--report", report, "print ratio, quality and per-stage throughput (decompresses in memory)");
+  std::string report_kind;  // "" or "quality" (every cuZ-Checker metric, src/api/quality.hpp)
+  auto* report_opt = c->add_option("--report", report_kind,
+                                   "print ratio, quality and per-stage throughput (decompresses in memory); "
+                                   "'--report quality' adds every quality metric")
+                         ->expected(0, 1);
   std::string lossless = "none", pipeline_name = "dual";
   std::uint32_t block = 128, check_width = 384;
   c->add_option("--lossless", lossless, "lossless pass after the codec: none")->capture_default_str();
@@ -202,6 +208,7 @@ int run(int argc, char** argv) {
   demo->add_option("-e,--error", bound, "REL error bound")->capture_default_str();
   demo->add_option("--kind", kind, "turbulent, smooth, noise")->capture_default_str();
 
+  const auto check = cli::register_check(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -218,8 +225,11 @@ int run(int argc, char** argv) {
   int kargc = static_cast<int>(kargv.size());
   Kokkos::ScopeGuard kokkos(kargc, kargv.data());
   const Backend backend = parse_backend(backend_name);
+  if (check.active()) return check.run(backend);
 
   if (*c) {
+    report = report_opt->count() > 0;
+    KSZ_EXPECTS(report_kind.empty() || report_kind == "quality", "unknown report '", report_kind, "' (quality)");
     Options opt;
     opt.mode = parse_mode(mode);
     opt.bound = bound;
@@ -255,7 +265,11 @@ int run(int argc, char** argv) {
     print_stages(rc, "compress");
     print_stages(rd, "decompress");
     const auto q = cli::assess(raw.data(), f.bytes.data(), t, dd.count(), rc.abs_bound);
-    return print_summary(rc, q, dd.count()) ? 0 : 3;
+    const bool ok = print_summary(rc, q, dd.count());
+    if (report_kind == "quality")
+      std::fputs(quality_table(assess_quality(raw.data(), f.bytes.data(), t, dd, QualityConfig{}, backend)).c_str(),
+                 stdout);
+    return ok ? 0 : 3;
   }
   if (*d) {
     const auto stream = cli::read_file(in);
