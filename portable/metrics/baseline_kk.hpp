@@ -28,27 +28,28 @@
 
 namespace ksz::metrics {
 
+// Functors, not lambdas: see the note on parallel_reduce in portable/predict/lorenzo/lorenzo.hpp.
+template <class Mem, bool Max>
+struct BaselineExtreme {
+  Kokkos::View<const double*, Mem> x;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t i, double& m) const {
+    if (Max ? x(i) > m : x(i) < m) m = x(i);
+  }
+};
+
 template <class Space>
 double baseline_min(const Space& space, Kokkos::View<const double*, typename Space::memory_space> x) {
   double r;
-  Kokkos::parallel_reduce(
-      "ksz::metrics::baseline_min", Kokkos::RangePolicy<Space>(space, 0, x.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t i, double& m) {
-        if (x(i) < m) m = x(i);
-      },
-      Kokkos::Min<double>(r));
+  Kokkos::parallel_reduce("ksz::metrics::baseline_min", Kokkos::RangePolicy<Space>(space, 0, x.extent(0)),
+                          BaselineExtreme<typename Space::memory_space, false>{x}, Kokkos::Min<double>(r));
   return r;
 }
 
 template <class Space>
 double baseline_max(const Space& space, Kokkos::View<const double*, typename Space::memory_space> x) {
   double r;
-  Kokkos::parallel_reduce(
-      "ksz::metrics::baseline_max", Kokkos::RangePolicy<Space>(space, 0, x.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t i, double& m) {
-        if (x(i) > m) m = x(i);
-      },
-      Kokkos::Max<double>(r));
+  Kokkos::parallel_reduce("ksz::metrics::baseline_max", Kokkos::RangePolicy<Space>(space, 0, x.extent(0)),
+                          BaselineExtreme<typename Space::memory_space, true>{x}, Kokkos::Max<double>(r));
   return r;
 }
 
