@@ -224,7 +224,7 @@ int bench(const Args& a) {
 
 int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
-  Kokkos::ScopeGuard g(argc, argv);
+  Kokkos::ScopeGuard g;  // not argv: Kokkos 3.4 claims --threads; it takes OMP_NUM_THREADS
   try {
     return bench(a);
   } catch (const std::exception& e) {

@@ -139,8 +139,21 @@ KOKKOS_INLINE_FUNCTION bool pw_within(T x, T xr, double e) {
   return err <= lim;
 }
 
-// Statistics the forward transform needs: smallest log of a finite nonzero
-// magnitude, whether any / all such values are negative.
+// Forward stage, pass 1: y = log2|x| for finite nonzero x, NaN for the rest
+// (zeros and non-finite values get the zero level in pass 2, once it is known).
+template <class ExecSpace, class T>
+void forward(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+             Kokkos::View<double*, typename ExecSpace::memory_space> y) {
+  Kokkos::parallel_for(
+      "ksz::transform::forward", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t i) {
+        const double v = static_cast<double>(in(i));
+        y(i) = (is_finite(v) && v != 0) ? log2_det(::fabs(v)) : from_bits(0x7FF8000000000000ull);
+      });
+}
+
+// Statistics pass 2 needs: smallest log of a finite nonzero magnitude (from
+// pass 1's y), whether any element has its sign bit set / clear.
 struct LogStats {
   double min_log;
   bool any_nonzero;
@@ -148,33 +161,32 @@ struct LogStats {
 };
 
 template <class ExecSpace, class T>
-LogStats log_stats(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
+LogStats log_stats(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                   Kokkos::View<const double*, typename ExecSpace::memory_space> y) {
   using MM = Kokkos::MinMax<double>;
   typename MM::value_type r;
   Kokkos::parallel_reduce(
-      "ksz::transform::log_min", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
+      "ksz::transform::log_min", Kokkos::RangePolicy<ExecSpace>(space, 0, y.extent(0)),
       KOKKOS_LAMBDA(const std::uint64_t i, typename MM::value_type& acc) {
-        const double v = static_cast<double>(in(i));
-        if (is_finite(v) && v != 0) {
-          const double l = log2_det(::fabs(v));
+        const double l = y(i);
+        if (l == l) {
           if (l < acc.min_val) acc.min_val = l;
           if (l > acc.max_val) acc.max_val = l;
         }
       },
       MM(r));
-  std::uint64_t neg = 0, pos = 0;
+  std::uint64_t neg = 0;
   Kokkos::parallel_reduce(
       "ksz::transform::signs", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
       KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) {
         acc += (bits_of(static_cast<double>(in(i))) >> 63) ? 1 : 0;
       },
       neg);
-  pos = in.extent(0) - neg;
   LogStats s;
   s.any_nonzero = r.min_val <= r.max_val;
   s.min_log = s.any_nonzero ? r.min_val : 0.0;
   s.any_negative = neg > 0;
-  s.any_positive = pos > 0;
+  s.any_positive = neg < in.extent(0);
   return s;
 }
 
@@ -188,17 +200,16 @@ inline LogParams log_params(const LogStats& s, double b) {
   return p;
 }
 
-// Forward stage: y = log2|x|; zeros and non-finite values get zero_level
-// (non-finite ones are stored verbatim by the caller's check).
-template <class ExecSpace, class T>
-void forward(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
-             const LogParams& p, Kokkos::View<double*, typename ExecSpace::memory_space> y) {
+// Forward stage, pass 2: zeros and non-finite values (NaN in y) get the zero
+// level (non-finite ones are then stored verbatim by the caller's check).
+template <class ExecSpace>
+void set_zero_level(const ExecSpace& space, const LogParams& p,
+                    Kokkos::View<double*, typename ExecSpace::memory_space> y) {
   const double zl = p.zero_level;
   Kokkos::parallel_for(
-      "ksz::transform::forward", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
+      "ksz::transform::zero_level", Kokkos::RangePolicy<ExecSpace>(space, 0, y.extent(0)),
       KOKKOS_LAMBDA(const std::uint64_t i) {
-        const double v = static_cast<double>(in(i));
-        y(i) = (is_finite(v) && v != 0) ? log2_det(::fabs(v)) : zl;
+        if (y(i) != y(i)) y(i) = zl;
       });
 }
 

@@ -36,7 +36,9 @@ std::vector<std::uint8_t> PwRelPipeline<ExecSpace>::compress(const ExecSpace& sp
 
   auto timer = std::make_unique<StageTimer<ExecSpace>>(space, report);
   const Range range = value_range<ExecSpace, T>(space, in);
-  const transform::LogStats st = transform::log_stats<ExecSpace, T>(space, in);
+  Kokkos::View<double*, Mem> y(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::pwrel::y")), n);
+  transform::forward<ExecSpace, T>(space, in, y);
+  const transform::LogStats st = transform::log_stats<ExecSpace, T>(space, in, y);
   // Room for the cast to T and exp2_det's last bits: the verified bound is e.
   const double eps = sizeof(T) == 4 ? 0x1p-24 : 0x1p-53;
   double e_eff = e * (1 - 1e-6) - 4 * eps;
@@ -44,8 +46,7 @@ std::vector<std::uint8_t> PwRelPipeline<ExecSpace>::compress(const ExecSpace& sp
   double b = transform::log2_det(1.0 + e_eff);
   if (!(b > 1e-300)) b = 1e-300;
   const transform::LogParams lp = transform::log_params(st, b);
-  Kokkos::View<double*, Mem> y(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::pwrel::y")), n);
-  transform::forward<ExecSpace, T>(space, in, lp, y);
+  transform::set_zero_level<ExecSpace>(space, lp, y);
   timer->mark("log transform");
 
   Options io = opt;
