@@ -1,6 +1,7 @@
 #include "src/cpu_baseline/classic_pipeline.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
@@ -33,27 +34,32 @@ Grid grid_of(const Dims& dims) {
   return {s.n[0], s.n[1], s.n[2], s.rank};
 }
 
-// The TaskDispatcher/Worker pipeline (parasz section IV). fn(r, x0, x1)
-// processes columns [x0, x1) of row r and may read rows < r at columns < x1
-// (Lorenzo reads columns x-1 and x of the rows above). Rows are handed out in
-// increasing order through an atomic counter; a row's batch starts when the
-// previous row's progress covers the batch. Row r-1 is never behind any
-// older row (each waits on its own predecessor), so checking r-1 alone covers
-// the 3D neighbours in the previous layer as well.
+// The TaskDispatcher/Worker pipeline (parasz section IV). A task is a row
+// (2D) or a layer (3D), of L elements in element order; fn(r, x0, x1)
+// processes columns [x0, x1) of row r and may read, in the previous task,
+// elements up to the same linear position (Lorenzo reads (x-1|x, y-1|y) of the
+// layer below, and x-1|x of the row above). Tasks are handed out in
+// increasing order through an atomic counter; a task's batch of checkWidth
+// elements [j0, j1) starts when the previous task's progress reaches j1. The
+// previous task is never behind any older one (each waits on its own
+// predecessor), so checking it alone is enough. Layers, not rows, in 3D: a
+// row-level pipeline would leave threads idle whenever n0 < threads x checkWidth.
 template <class RowFn>
 void run_pipeline(const Grid& g, const ClassicConfig& cfg, RowFn&& fn) {
-  const std::uint64_t rows = g.rows();
-  const unsigned nt = static_cast<unsigned>(std::min<std::uint64_t>(cfg.threads, rows));
+  const bool layers = g.rank == 3;
+  const std::uint64_t tasks = layers ? g.n2 : g.rows();
+  const std::uint64_t len = layers ? g.n0 * g.n1 : g.n0;
+  const std::uint64_t rows_per_task = layers ? g.n1 : 1;
+  const unsigned nt = static_cast<unsigned>(std::min<std::uint64_t>(cfg.threads, tasks));
   if (nt <= 1) {
-    for (std::uint64_t r = 0; r < rows; ++r) fn(r, std::uint64_t(0), g.n0);
+    for (std::uint64_t r = 0; r < g.rows(); ++r) fn(r, std::uint64_t(0), g.n0);
     return;
   }
   const std::uint64_t w = cfg.check_width;
-  std::unique_ptr<std::atomic<std::uint64_t>[]> progress(new std::atomic<std::uint64_t>[rows]);
-  for (std::uint64_t r = 0; r < rows; ++r) progress[r].store(0, std::memory_order_relaxed);
-  // Condition-variable slots: rows in flight are consecutive and at most nt,
-  // so nt + 2 slots never make a row wait on a slot its predecessor is not
-  // signalling for long; a shared slot only costs a spurious wake-up.
+  std::unique_ptr<std::atomic<std::uint64_t>[]> progress(new std::atomic<std::uint64_t>[tasks]);
+  for (std::uint64_t r = 0; r < tasks; ++r) progress[r].store(0, std::memory_order_relaxed);
+  // Condition-variable slots: tasks in flight are consecutive and at most nt;
+  // a slot shared by two tasks only costs a spurious wake-up.
   const std::size_t nslots = nt + 2;
   std::vector<std::mutex> mu(nslots);
   std::vector<std::condition_variable> cv(nslots);
@@ -63,26 +69,33 @@ void run_pipeline(const Grid& g, const ClassicConfig& cfg, RowFn&& fn) {
   auto worker = [&]() {
     for (;;) {
       const std::uint64_t r = next.fetch_add(1, std::memory_order_relaxed);  // TaskDispatcher
-      if (r >= rows) return;
-      for (std::uint64_t x0 = 0; x0 < g.n0; x0 += w) {
-        const std::uint64_t x1 = std::min(g.n0, x0 + w);
+      if (r >= tasks) return;
+      for (std::uint64_t j0 = 0; j0 < len; j0 += w) {
+        const std::uint64_t j1 = std::min(len, j0 + w);
         if (r > 0) {
           auto& prev = progress[r - 1];
-          if (prev.load(std::memory_order_acquire) < x1) {
+          if (prev.load(std::memory_order_acquire) < j1) {
             if (spin) {
+              // Spin, then yield, then nap: with more workers than free cores
+              // (shared machines) a pure spin starves the thread it waits for.
               int tries = 0;
-              while (prev.load(std::memory_order_acquire) < x1) {
+              while (prev.load(std::memory_order_acquire) < j1) {
                 if (++tries > 64) std::this_thread::yield();
+                if (tries > 2048) std::this_thread::sleep_for(std::chrono::microseconds(20));
               }
             } else {
               const std::size_t s = (r - 1) % nslots;
               std::unique_lock<std::mutex> lk(mu[s]);
-              cv[s].wait(lk, [&] { return prev.load(std::memory_order_acquire) >= x1; });
+              cv[s].wait(lk, [&] { return prev.load(std::memory_order_acquire) >= j1; });
             }
           }
         }
-        fn(r, x0, x1);
-        progress[r].store(x1, std::memory_order_release);
+        for (std::uint64_t j = j0; j < j1;) {  // the batch, row segment by row segment
+          const std::uint64_t x0 = j % g.n0, x1 = std::min(g.n0, x0 + (j1 - j));
+          fn(r * rows_per_task + j / g.n0, x0, x1);
+          j += x1 - x0;
+        }
+        progress[r].store(j1, std::memory_order_release);
         if (!spin) {
           const std::size_t s = r % nslots;
           { std::lock_guard<std::mutex> lk(mu[s]); }  // a waiter is either before its check or asleep
