@@ -54,6 +54,12 @@ std::vector<std::uint8_t> PwRelPipeline<ExecSpace>::compress(const ExecSpace& sp
   io.bound = b;
   io.predictor = classic ? PredictorId::ClassicLorenzo : PredictorId::Lorenzo;
   io.classic = classic;
+  // Log fields of rough data have wide residuals: a larger radius (SZ uses
+  // 32768) turns most of them from 8-byte outliers into codes. Capped so the
+  // codebook (2r bytes) stays below n/32 bytes, and at 4096 on the GPU path,
+  // whose histogram keeps a per-team copy of the alphabet in scratch.
+  const std::uint64_t want = std::min<std::uint64_t>(n / 64, classic ? 32768 : 4096);
+  io.radius = std::max<std::uint32_t>(opt.radius, static_cast<std::uint32_t>(want));
   Report ir, dr;
   std::vector<std::uint8_t> inner;
   Kokkos::View<double*, Mem> yr;
