@@ -13,6 +13,10 @@ build=${1:-$root/build-openmp}
 backend=${2:-default}
 bench=$build/perf/bench_parasz
 export OMP_PROC_BIND=false
+# In one process (Kokkos host stages at 16 threads, pipeline workers 1..16):
+# the speedup column is the pipelined predict+quantize stage's scaling.
+OMP_NUM_THREADS=16 "$bench" --dims 512,512,256 --mode pwrel -e 1e-3 --threads 1,2,4,8,16 --reps 3 2>/dev/null
+# One process per T (every stage at T threads): speedup = total(T=1) / total(T).
 for mode in pwrel rel; do
   for t in 1 2 4 8 16; do
     OMP_NUM_THREADS=$t "$bench" --dims 512,512,256 --mode $mode -e 1e-3 --threads $t --reps 3 2>/dev/null |
