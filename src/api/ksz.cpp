@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "src/container/container.hpp"
+#include "src/cpu_baseline/classic_pipeline.hpp"
 #include "src/pipeline/lorenzo_pipeline.hpp"
+#include "src/pipeline/pwrel_pipeline.hpp"
 
 #ifndef KSZ_GIT_REV
 #define KSZ_GIT_REV "unknown"
@@ -35,6 +37,8 @@ std::vector<std::uint8_t> compress_on(const ExecSpace& space, const void* data, 
     in = dev;
   }
   if (report) report->stages.back().seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (opt.mode == ErrorMode::PW_REL)
+    return pipeline::PwRelPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
   switch (opt.predictor) {
     case PredictorId::Lorenzo:
       return pipeline::LorenzoPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
@@ -47,7 +51,10 @@ template <class T, class ExecSpace>
 void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Field& field, Report* report) {
   using Mem = typename ExecSpace::memory_space;
   Kokkos::View<T*, Mem> out;
-  switch (parsed.header.predictor) {
+  // PW_REL wraps a predictor's stream of the log field.
+  const bool pwrel = parsed.header.mode == ErrorMode::PW_REL;
+  if (pwrel) pipeline::PwRelPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
+  if (!pwrel) switch (parsed.header.predictor) {
     case PredictorId::Lorenzo:
       pipeline::LorenzoPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
       break;
@@ -62,6 +69,45 @@ void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Fiel
   Kokkos::deep_copy(host, out);
   if (report)
     report->stages.push_back({"copy to host", std::chrono::duration<double>(Clock::now() - t0).count()});
+}
+
+bool is_classic(const Options& opt) { return opt.classic || opt.predictor == PredictorId::ClassicLorenzo; }
+
+// The classic (ParaSZ) pipeline is a CPU pipeline: it runs on the host
+// whatever the backend (its threads are its own, see cpu_baseline/).
+template <class T>
+std::vector<std::uint8_t> compress_classic(const void* data, const Dims& dims, const Options& opt, Report* report) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  Options o = opt;
+  o.predictor = PredictorId::ClassicLorenzo;
+  o.classic = true;
+  if (opt.mode == ErrorMode::PW_REL) {
+    Kokkos::View<const T*, Kokkos::HostSpace> in(static_cast<const T*>(data), dims.count());
+    return pipeline::PwRelPipeline<Host>::template compress<T>(Host(), in, dims, o, report);
+  }
+  return cpu_baseline::classic_compress<T>(static_cast<const T*>(data), dims, o, report);
+}
+
+template <class T>
+void decompress_classic(const container::Parsed& parsed, Field& field, Report* report) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  const std::uint64_t n = parsed.header.dims.count();
+  field.bytes.resize(n * sizeof(T));
+  T* out = reinterpret_cast<T*>(field.bytes.data());
+  if (parsed.header.mode == ErrorMode::PW_REL) {
+    Kokkos::View<T*, Kokkos::HostSpace> v;
+    pipeline::PwRelPipeline<Host>::template decompress<T>(Host(), parsed, v, report);
+    std::memcpy(out, v.data(), n * sizeof(T));
+  } else {
+    cpu_baseline::classic_decompress<T>(parsed, out, cpu_baseline::resolve_threads(0), report);
+  }
+}
+
+Backend host_backend() {
+#ifdef KOKKOS_ENABLE_OPENMP
+  if (std::is_same_v<Kokkos::DefaultHostExecutionSpace, Kokkos::OpenMP>) return Backend::OpenMP;
+#endif
+  return Backend::Serial;
 }
 
 double stage_sum(const Report& r) {
@@ -85,10 +131,15 @@ void validate(DType dtype, const Dims& dims, const Options& opt) {
   }
   KSZ_EXPECTS(std::isfinite(opt.bound) && opt.bound > 0, "error bound must be a positive number, got ",
               opt.bound);
-  KSZ_EXPECTS(opt.mode == ErrorMode::ABS || opt.mode == ErrorMode::REL,
-              "error-bound mode '", to_string(opt.mode), "' is not available in this version (abs, rel)");
-  KSZ_EXPECTS(opt.predictor == PredictorId::Lorenzo, "predictor '", to_string(opt.predictor),
-              "' is not available in this version (lorenzo)");
+  KSZ_EXPECTS(opt.mode == ErrorMode::ABS || opt.mode == ErrorMode::REL || opt.mode == ErrorMode::PW_REL,
+              "error-bound mode '", to_string(opt.mode), "' is not available in this version (abs, rel, pwrel)");
+  KSZ_EXPECTS(opt.mode != ErrorMode::PW_REL || opt.bound < 1, "a point-wise relative bound must be below 1, got ",
+              opt.bound);
+  KSZ_EXPECTS(opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::ClassicLorenzo,
+              "predictor '", to_string(opt.predictor), "' is not available in this version (lorenzo)");
+  KSZ_EXPECTS(!opt.classic || opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::ClassicLorenzo,
+              "the classic pipeline predicts with Lorenzo only");
+  KSZ_EXPECTS(opt.check_width >= 1, "check width must be at least 1");
   KSZ_EXPECTS(opt.radius >= 1 && opt.radius <= 32768, "radius must be in [1, 32768], got ", opt.radius);
   KSZ_EXPECTS(opt.huffman_chunk >= 1 && opt.huffman_chunk <= (1u << 24),
               "Huffman chunk must be in [1, 2^24], got ", opt.huffman_chunk);
@@ -103,11 +154,18 @@ std::vector<std::uint8_t> compress(const void* data, DType dtype, const Dims& di
     *report = Report{};
     report->backend = resolve_backend(opt.backend);
   }
-  auto out = with_backend(opt.backend, [&](auto space) {
-    using Space = decltype(space);
-    return dtype == DType::F64 ? compress_on<double, Space>(space, data, dims, opt, report)
-                               : compress_on<float, Space>(space, data, dims, opt, report);
-  });
+  std::vector<std::uint8_t> out;
+  if (is_classic(opt)) {
+    if (report) report->backend = host_backend();
+    out = dtype == DType::F64 ? compress_classic<double>(data, dims, opt, report)
+                              : compress_classic<float>(data, dims, opt, report);
+  } else {
+    out = with_backend(opt.backend, [&](auto space) {
+      using Space = decltype(space);
+      return dtype == DType::F64 ? compress_on<double, Space>(space, data, dims, opt, report)
+                                 : compress_on<float, Space>(space, data, dims, opt, report);
+    });
+  }
   if (report) {
     report->total_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
     report->device_seconds = stage_sum(*report);
@@ -125,13 +183,21 @@ Field decompress(const std::uint8_t* stream, std::size_t size, Backend backend, 
   Field field;
   field.dtype = parsed.header.dtype;
   field.dims = parsed.header.dims;
-  with_backend(backend, [&](auto space) {
-    using Space = decltype(space);
+  if (parsed.header.predictor == PredictorId::ClassicLorenzo) {
+    if (report) report->backend = host_backend();
     if (field.dtype == DType::F64)
-      decompress_on<double, Space>(space, parsed, field, report);
+      decompress_classic<double>(parsed, field, report);
     else
-      decompress_on<float, Space>(space, parsed, field, report);
-  });
+      decompress_classic<float>(parsed, field, report);
+  } else {
+    with_backend(backend, [&](auto space) {
+      using Space = decltype(space);
+      if (field.dtype == DType::F64)
+        decompress_on<double, Space>(space, parsed, field, report);
+      else
+        decompress_on<float, Space>(space, parsed, field, report);
+    });
+  }
   if (report) {
     report->output_bytes = size;
     report->total_seconds = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -23,6 +23,7 @@ struct Options {
   std::uint32_t szx_block = 128;             // SZx block size (--block)
   bool classic = false;                      // ParaSZ classic pipeline on reconstructed values (--pipeline classic)
   std::uint32_t check_width = 384;           // ParaSZ progress-control batch (--check-width)
+  std::uint32_t threads = 0;                 // classic pipeline workers; 0 = OMP_NUM_THREADS, else all cores
 };
 
 struct StageTime {

@@ -170,7 +170,7 @@ int run(int argc, char** argv) {
   c->add_option("-o,--output", out, "compressed output (.ksz)")->required();
   c->add_option("-t,--type", dtype, "f32 or f64")->capture_default_str();
   c->add_option("-d,--dims", dims, "extents, fastest-varying first: -d 512,512,512")->required()->delimiter(',');
-  c->add_option("-m,--mode", mode, "error-bound mode: abs or rel (value-range relative)")->capture_default_str();
+  c->add_option("-m,--mode", mode, "error-bound mode: abs, rel (value-range relative) or pwrel (point-wise relative)")->capture_default_str();
   c->add_option("-e,--error", bound, "error bound")->capture_default_str();
   c->add_option("--predictor", predictor, "lorenzo")->capture_default_str();
   c->add_option("--radius", radius, "quantization radius (2*radius Huffman symbols)")->capture_default_str();
@@ -239,6 +239,7 @@ int run(int argc, char** argv) {
     opt.lossless = parse_lossless(lossless);
     opt.szx_block = block;
     opt.check_width = check_width;
+    opt.threads = threads > 0 ? std::uint32_t(threads) : 0u;
     KSZ_EXPECTS(pipeline_name == "dual" || pipeline_name == "classic", "unknown pipeline '", pipeline_name,
                 "' (dual, classic)");
     opt.classic = pipeline_name == "classic";

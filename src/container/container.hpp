@@ -28,6 +28,10 @@ enum class Param : std::uint16_t {
   HuffmanChunk = 4,    // u32: symbols per independently decodable Huffman chunk
   OutlierCount = 5,    // u64
   VerbatimCount = 6,   // u64
+  // PW_REL (log transform), FORMAT.md "PW_REL"
+  PwZeroThreshold = 56,  // f64: transformed values below it decode to 0
+  PwSignMode = 57,       // u32: 0 all non-negative, 1 all negative, 2 sign bitmap segment
+  PwLogBound = 58,       // f64: absolute bound of the transformed (log2) field
 };
 
 // Segment ids. Numeric values are part of the format.
@@ -39,6 +43,11 @@ enum class SegmentId : std::uint16_t {
   OutlierValue = 5,         // i32 per outlier: the prediction residual
   VerbatimIndex = 6,        // as OutlierIndex
   VerbatimValue = 7,        // f32 or f64 per verbatim element: the exact input bits
+  // Classic (ParaSZ) pipeline, FORMAT.md "Classic Lorenzo"
+  ClassicUnpredictable = 48,  // f32 or f64 per code-0 element, in element order
+  // PW_REL, FORMAT.md "PW_REL"
+  PwInnerStream = 56,  // a whole ksz stream (ABS, f64) of the log2 field
+  PwSignBits = 57,     // ceil(n/8) bytes, bit i%8 of byte i/8 = sign of element i
 };
 
 struct Header {

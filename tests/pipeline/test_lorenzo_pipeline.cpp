@@ -152,7 +152,8 @@ TEST(LorenzoPipelineArgs, RejectsBadArguments) {
   opt.radius = 0;
   EXPECT_THROW(compress(v.data(), DType::F32, dims_of({10}), opt), InvalidInput);
   opt.radius = 512;
-  opt.mode = ErrorMode::PW_REL;
+  opt.mode = ErrorMode::PW_REL;  // implemented: a point-wise bound must be below 1
+  opt.bound = 1.5;
   EXPECT_THROW(compress(v.data(), DType::F32, dims_of({10}), opt), InvalidInput);
 }
 
