@@ -170,7 +170,7 @@ int run(int argc, char** argv) {
   c->add_option("-d,--dims", dims, "extents, fastest-varying first: -d 512,512,512")->required()->delimiter(',');
   c->add_option("-m,--mode", mode, "error-bound mode: abs or rel (value-range relative)")->capture_default_str();
   c->add_option("-e,--error", bound, "error bound")->capture_default_str();
-  c->add_option("--predictor", predictor, "lorenzo")->capture_default_str();
+  c->add_option("--predictor", predictor, "lorenzo, interp")->capture_default_str();
   c->add_option("--radius", radius, "quantization radius (2*radius Huffman symbols)")->capture_default_str();
   c->add_flag("--report", report, "print ratio, quality and per-stage throughput (decompresses in memory)");
   std::string lossless = "none", pipeline_name = "dual";

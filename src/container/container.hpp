@@ -28,6 +28,11 @@ enum class Param : std::uint16_t {
   HuffmanChunk = 4,    // u32: symbols per independently decodable Huffman chunk
   OutlierCount = 5,    // u64
   VerbatimCount = 6,   // u64
+  // 32-47: interpolation (G-Interp), see FORMAT.md
+  InterpAnchorStride = 32,  // u32: anchor grid stride S (power of two, 2..512)
+  InterpAlpha = 33,         // f64: level-wise bound reduction alpha (>= 1)
+  InterpOrder = 34,         // u32[3]: dimension pass order within a level
+  InterpNatural = 35,       // u32[3]: per dimension, 1 = natural cubic, 0 = not-a-knot
 };
 
 // Segment ids. Numeric values are part of the format.
