@@ -53,19 +53,31 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
 
   Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
   Kokkos::View<T*, Mem> rec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::reconstructed"), n);
+  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
   const std::uint32_t radius = opt.radius;
   spline::traverse(
       sh, cfg, steps, qp.bound,
       [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-        spline::compress_anchors<ExecSpace, T>(space, a, aqp, radius, in, rec, codes);
+        spline::compress_anchors<ExecSpace, T>(space, a, aqp, radius, in, rec, codes, qv);
       },
-      [&](const spline::Pass& p) { spline::compress_pass<ExecSpace, T>(space, p, qp.bound, radius, in, rec, codes); });
+      [&](const spline::Pass& p) {
+        spline::compress_pass<ExecSpace, T>(space, p, qp.bound, radius, in, rec, codes, qv);
+      });
   timer.mark("predict+quantize");
 
   const auto huff = huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, timer);
 
+  const auto out_idx = outliers::compact_indices(
+      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0 && qv(i) != spline::kVerbatim; },
+      "ksz::outlier_index");
+  Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
+                                           out_idx.extent(0));
+  Kokkos::parallel_for(
+      "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = qv(out_idx(j)); });
   const auto verb_idx = outliers::compact_indices(
-      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::verbatim_index");
+      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return qv(i) == spline::kVerbatim; },
+      "ksz::verbatim_index");
   Kokkos::View<T*, Mem> verb_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
                                  verb_idx.extent(0));
   Kokkos::parallel_for(
@@ -73,6 +85,8 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
       KOKKOS_LAMBDA(const std::uint64_t j) { verb_val(j) = in(verb_idx(j)); });
   timer.mark("outliers");
 
+  const auto oi = pack_indices(out_idx, n);
+  const auto ov = to_host_bytes(out_val, out_val.extent(0));
   const auto vi = pack_indices(verb_idx, n);
   const auto vv = to_host_bytes(verb_val, verb_val.extent(0));
   container::Header h;
@@ -88,7 +102,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   h.set_f64(Param::QuantStep, qp.step);
   h.set_u32(Param::Radius, radius);
   h.set_u32(Param::HuffmanChunk, opt.huffman_chunk);
-  h.set_u64(Param::OutlierCount, 0);
+  h.set_u64(Param::OutlierCount, out_idx.extent(0));
   h.set_u64(Param::VerbatimCount, verb_idx.extent(0));
   h.set_u32(Param::InterpAnchorStride, cfg.anchor_stride);
   h.set_f64(Param::InterpAlpha, cfg.alpha);
@@ -97,6 +111,8 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   auto stream = container::write(h, {{SegmentId::HuffmanLengths, huff.lengths.data(), huff.lengths.size()},
                                      {SegmentId::HuffmanChunkOffsets, huff.offsets.data(), huff.offsets.size()},
                                      {SegmentId::HuffmanWords, huff.words.data(), huff.words.size()},
+                                     {SegmentId::OutlierIndex, oi.data(), oi.size()},
+                                     {SegmentId::OutlierValue, ov.data(), ov.size()},
                                      {SegmentId::VerbatimIndex, vi.data(), vi.size()},
                                      {SegmentId::VerbatimValue, vv.data(), vv.size()}});
   timer.mark("gather+container");
@@ -104,7 +120,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     report->elements = n;
     report->input_bytes = n * sizeof(T);
     report->output_bytes = stream.size();
-    report->outliers = 0;
+    report->outliers = out_idx.extent(0);
     report->verbatim = verb_idx.extent(0);
     report->abs_bound = abs_bound;
     report->value_min = range.min;
@@ -129,8 +145,8 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   KSZ_STREAM_CHECK(hchunk >= 1 && hchunk <= (1u << 24), "Huffman chunk ", hchunk, " out of range");
   const double step = h.f64(Param::QuantStep);
   KSZ_STREAM_CHECK(std::isfinite(step) && step > 0, "quantization step is not a positive number");
-  const std::uint64_t n_verb = h.u64(Param::VerbatimCount);
-  KSZ_STREAM_CHECK(n_verb <= n, "verbatim count exceeds the element count");
+  const std::uint64_t n_out = h.u64(Param::OutlierCount), n_verb = h.u64(Param::VerbatimCount);
+  KSZ_STREAM_CHECK(n_out <= n && n_verb <= n, "outlier counts exceed the element count");
   spline::Config cfg;
   cfg.anchor_stride = h.u32(Param::InterpAnchorStride);
   KSZ_STREAM_CHECK(cfg.anchor_stride >= 2 && cfg.anchor_stride <= 512 &&
@@ -150,25 +166,46 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   }
 
   StageTimer<ExecSpace> timer(space, report);
+  auto oi = unpack_indices(space, s.require(SegmentId::OutlierIndex), n_out, n, "outlier");
+  auto ov = to_device<std::int32_t>(space, s.require(SegmentId::OutlierValue), n_out, "outlier values");
   auto vi = unpack_indices(space, s.require(SegmentId::VerbatimIndex), n_verb, n, "verbatim");
   auto vv = to_device<T>(space, s.require(SegmentId::VerbatimValue), n_verb, "verbatim values");
   timer.mark("copy to device");
   const auto codes = huffman_decode_codes<ExecSpace>(space, s, n, radius, hchunk);
   timer.mark("huffman decode");
 
-  // Verbatim elements are exactly the code-0 positions.
-  std::uint64_t zeros = 0, mismatched = 0;
+  // Residuals: code - radius, outliers and verbatim markers scattered into
+  // the code-0 positions, which the two lists must cover exactly once.
+  constexpr std::int32_t kUnset = spline::kVerbatim + 1;
+  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
+  const std::int32_t rad = static_cast<std::int32_t>(radius);
+  Kokkos::parallel_for(
+      "ksz::interp::codes_to_residuals", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+      KOKKOS_LAMBDA(const std::uint64_t i) { qv(i) = codes(i) == 0 ? kUnset : static_cast<std::int32_t>(codes(i)) - rad; });
+  std::uint64_t bad = 0;
   Kokkos::parallel_reduce(
-      "ksz::count_zero_codes", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-      KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) { acc += codes(i) == 0 ? 1 : 0; }, zeros);
+      "ksz::interp::check_outliers", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
+      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) {
+        const std::int32_t v = ov(j);
+        acc += (qv(oi(j)) == kUnset && v != spline::kVerbatim && v != kUnset) ? 0 : 1;
+      },
+      bad);
+  KSZ_STREAM_CHECK(bad == 0, "outlier list does not match the coded stream");
+  outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, qv);
   Kokkos::parallel_reduce(
-      "ksz::check_verbatim_positions", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
-      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += codes(vi(j)) == 0 ? 0 : 1; },
-      mismatched);
-  KSZ_STREAM_CHECK(zeros == n_verb && mismatched == 0, "verbatim list does not match the coded stream");
+      "ksz::interp::check_verbatim", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
+      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += qv(vi(j)) == kUnset ? 0 : 1; }, bad);
+  KSZ_STREAM_CHECK(bad == 0, "verbatim list does not match the coded stream");
+  Kokkos::parallel_for(
+      "ksz::interp::mark_verbatim", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
+      KOKKOS_LAMBDA(const std::uint64_t j) { qv(vi(j)) = spline::kVerbatim; });
+  Kokkos::parallel_reduce(
+      "ksz::interp::count_unset", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+      KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) { acc += qv(i) == kUnset ? 1 : 0; }, bad);
+  KSZ_STREAM_CHECK(bad == 0, "code-0 positions missing from the outlier and verbatim lists");
   out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);
-  timer.mark("verbatim");
+  timer.mark("outliers");
 
   // The compressor's exact steps: same host arithmetic from the same header.
   const bool degenerate = !(h.abs_bound > 0);
@@ -180,14 +217,14 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   spline::traverse(
       sh, cfg, steps, bound,
       [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-        spline::decompress_anchors<ExecSpace, T>(space, a, aqp, radius, codes, out);
+        spline::decompress_anchors<ExecSpace, T>(space, a, aqp, qv, out);
       },
-      [&](const spline::Pass& p) { spline::decompress_pass<ExecSpace, T>(space, p, radius, codes, out); });
+      [&](const spline::Pass& p) { spline::decompress_pass<ExecSpace, T>(space, p, qv, out); });
   timer.mark("interp inverse");
   if (report) {
     report->elements = n;
     report->input_bytes = n * sizeof(T);
-    report->outliers = 0;
+    report->outliers = n_out;
     report->verbatim = n_verb;
     report->abs_bound = h.abs_bound;
     report->value_min = h.value_min;

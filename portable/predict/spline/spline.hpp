@@ -14,9 +14,11 @@
 // Predictions are made from *reconstructed* values, exactly those the
 // decompressor will have, with every float operation rounded once
 // (mul_rn/add_rn), so compressor and decompressor agree bit for bit on every
-// backend. Code 0 marks an element stored verbatim (NaN, Inf, residual beyond
-// the radius, or a reconstruction that misses the bound): the bound holds for
-// every element by construction.
+// backend. Each element gets an integer residual q (in steps of its level)
+// and a code: q + radius when |q| < radius, else 0 with q kept as an outlier
+// (as cuSZ stores Lorenzo outliers). Elements whose q would not reconstruct
+// within the bound (NaN, Inf, huge values, rounding) are stored verbatim:
+// q = kVerbatim, code 0. The bound holds for every element by construction.
 #pragma once
 #include <Kokkos_Core.hpp>
 #include <cmath>
@@ -28,6 +30,9 @@ namespace ksz::spline {
 
 using quantize::add_rn;
 using quantize::mul_rn;
+
+// q of an element stored verbatim; valid residuals satisfy |q| < 2^30.
+constexpr std::int32_t kVerbatim = -2147483647 - 1;
 
 // Tuned choices, all recorded in the container.
 struct Config {
@@ -58,13 +63,17 @@ inline int level_count(std::uint32_t S) {
 }
 
 // Quantization steps: index 0 .. L-1 for level 1 .. L (stride 1 .. S/2), index
-// L for the anchors. e_l = e / alpha^(l-1), by repeated division (exact IEEE
-// ops on the host, the same on every backend); anchors get e_{L+1}.
+// L for the anchors. e_l = e / alpha^(l-1) (section IV-B.2), by repeated
+// division (exact IEEE ops on the host, the same on every backend). The
+// reduction stops at alpha^2, the paper's deepest level in 3D: 2D and 1D
+// have 4 and 9 levels, and alpha^8 would spend most bits on a few coarse
+// points (SZ3 caps the same reduction).
+constexpr int kMaxReducedLevels = 2;
 inline void level_steps(double base_step, double alpha, int levels, double* steps) {
   double s = base_step;
   for (int l = 0; l <= levels; ++l) {
     steps[l] = s;
-    s = s / alpha;
+    if (l < kMaxReducedLevels) s = s / alpha;
   }
 }
 
@@ -171,14 +180,14 @@ KOKKOS_INLINE_FUNCTION double predict(const Pass& p, const V& r, std::uint64_t i
   return b;
 }
 
-// Compressor side of one pass: code and reconstruction of each point.
+// Compressor side of one pass: code, residual and reconstruction of each point.
 template <class ExecSpace, class T>
 void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
                    Kokkos::View<const T*, typename ExecSpace::memory_space> in,
                    Kokkos::View<T*, typename ExecSpace::memory_space> r,
-                   Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes) {
+                   Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                   Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
   const Pass p = pass;
-  const double lim = static_cast<double>(radius) - 1.0;
   Kokkos::parallel_for(
       "ksz::spline::compress_pass", Kokkos::RangePolicy<ExecSpace>(space, 0, p.count()),
       KOKKOS_LAMBDA(const std::uint64_t k) {
@@ -187,26 +196,29 @@ void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::
         const double pred = predict(p, r, i, c);
         const T x = in(i);
         const double v = mul_rn(add_rn(static_cast<double>(x), -pred), p.inv_qstep);
-        std::uint16_t code = 0;
+        std::int32_t q = kVerbatim;
         T rec = x;
-        if (::fabs(v) < lim) {  // false for NaN/Inf too
-          const std::int32_t q = static_cast<std::int32_t>(::floor(add_rn(v, 0.5)));
-          const T cand = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(q), p.qstep)));
+        if (::fabs(v) < quantize::kMaxPrequant) {  // false for NaN/Inf too
+          const std::int32_t cq = static_cast<std::int32_t>(::floor(add_rn(v, 0.5)));
+          const T cand = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(cq), p.qstep)));
           const double err = ::fabs(static_cast<double>(x) - static_cast<double>(cand));
           if (err <= bound) {
-            code = static_cast<std::uint16_t>(q + static_cast<std::int32_t>(radius));
+            q = cq;
             rec = cand;
           }
         }
-        codes(i) = code;
+        const std::int32_t rad = static_cast<std::int32_t>(radius);
+        codes(i) = (q != kVerbatim && q > -rad && q < rad) ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
+        qv(i) = q;
         r(i) = rec;
       });
 }
 
-// Decompressor side: out already holds the verbatim values at code-0 points.
+// Decompressor side: qv holds every residual (kVerbatim where out already
+// holds the verbatim value).
 template <class ExecSpace, class T>
-void decompress_pass(const ExecSpace& space, const Pass& pass, std::uint32_t radius,
-                     Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+void decompress_pass(const ExecSpace& space, const Pass& pass,
+                     Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
                      Kokkos::View<T*, typename ExecSpace::memory_space> out) {
   const Pass p = pass;
   Kokkos::parallel_for(
@@ -214,10 +226,9 @@ void decompress_pass(const ExecSpace& space, const Pass& pass, std::uint32_t rad
       KOKKOS_LAMBDA(const std::uint64_t k) {
         std::uint64_t i, c;
         pass_point(p, k, i, c);
-        const std::uint16_t code = codes(i);
-        if (code == 0) return;
+        const std::int32_t q = qv(i);
+        if (q == kVerbatim) return;
         const double pred = predict(p, out, i, c);
-        const std::int32_t q = static_cast<std::int32_t>(code) - static_cast<std::int32_t>(radius);
         out(i) = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(q), p.qstep)));
       });
 }
@@ -251,7 +262,8 @@ template <class ExecSpace, class T>
 void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
                       std::uint32_t radius, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
                       Kokkos::View<T*, typename ExecSpace::memory_space> r,
-                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes) {
+                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                      Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
   const Anchors a = anchors;
   const quantize::QuantParams q_p = qp;
   Kokkos::parallel_for(
@@ -266,9 +278,10 @@ void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quan
           const bool ok = quantize::prequantize<T>(x, q_p, q);
           const std::int32_t d = static_cast<std::int32_t>(static_cast<std::uint32_t>(q) - prev);
           const std::int64_t rad = radius;
-          const bool coded = ok && d > -rad && d < rad;
-          codes(i) = coded ? static_cast<std::uint16_t>(d + rad) : std::uint16_t(0);
-          r(i) = coded ? quantize::reconstruct<T>(q, q_p.step) : x;
+          // |q| < 2^30 makes d != kVerbatim, so the marker stays unambiguous.
+          codes(i) = ok && d > -rad && d < rad ? static_cast<std::uint16_t>(d + rad) : std::uint16_t(0);
+          qv(i) = ok ? d : kVerbatim;
+          r(i) = ok ? quantize::reconstruct<T>(q, q_p.step) : x;
           prev = static_cast<std::uint32_t>(q);
         }
       });
@@ -276,8 +289,7 @@ void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quan
 
 template <class ExecSpace, class T>
 void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
-                        std::uint32_t radius,
-                        Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                        Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
                         Kokkos::View<T*, typename ExecSpace::memory_space> out) {
   const Anchors a = anchors;
   const quantize::QuantParams q_p = qp;
@@ -288,13 +300,13 @@ void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const qu
         std::uint32_t prev = 0;
         for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
           const std::uint64_t i = base + j * a.S;
-          const std::uint16_t code = codes(i);
-          if (code == 0) {
+          const std::int32_t d = qv(i);
+          if (d == kVerbatim) {  // the chain continues from the value's own q (0 if none)
             std::int32_t q;
             quantize::prequantize<T>(out(i), q_p, q);
             prev = static_cast<std::uint32_t>(q);
           } else {
-            prev += static_cast<std::uint32_t>(static_cast<std::int32_t>(code) - static_cast<std::int32_t>(radius));
+            prev += static_cast<std::uint32_t>(d);
             out(i) = quantize::reconstruct<T>(static_cast<std::int32_t>(prev), q_p.step);
           }
         }
