@@ -6,6 +6,7 @@
 
 #include "src/container/container.hpp"
 #include "src/cpu_baseline/classic_pipeline.hpp"
+#include "src/pipeline/interp_pipeline.hpp"
 #include "src/pipeline/lorenzo_pipeline.hpp"
 #include "src/pipeline/pwrel_pipeline.hpp"
 
@@ -42,6 +43,8 @@ std::vector<std::uint8_t> compress_on(const ExecSpace& space, const void* data, 
   switch (opt.predictor) {
     case PredictorId::Lorenzo:
       return pipeline::LorenzoPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
+    case PredictorId::Interp:
+      return pipeline::InterpPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
     default: break;
   }
   throw InvalidInput(impl::concat("predictor '", to_string(opt.predictor), "' is not available"));
@@ -57,6 +60,9 @@ void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Fiel
   if (!pwrel) switch (parsed.header.predictor) {
     case PredictorId::Lorenzo:
       pipeline::LorenzoPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
+      break;
+    case PredictorId::Interp:
+      pipeline::InterpPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
       break;
     default:
       throw CorruptStream(impl::concat("corrupt stream: predictor '", to_string(parsed.header.predictor),
@@ -135,10 +141,13 @@ void validate(DType dtype, const Dims& dims, const Options& opt) {
               "error-bound mode '", to_string(opt.mode), "' is not available in this version (abs, rel, pwrel)");
   KSZ_EXPECTS(opt.mode != ErrorMode::PW_REL || opt.bound < 1, "a point-wise relative bound must be below 1, got ",
               opt.bound);
-  KSZ_EXPECTS(opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::ClassicLorenzo,
-              "predictor '", to_string(opt.predictor), "' is not available in this version (lorenzo)");
+  KSZ_EXPECTS(opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::ClassicLorenzo ||
+                  opt.predictor == PredictorId::Interp,
+              "predictor '", to_string(opt.predictor), "' is not available in this version (lorenzo, interp)");
   KSZ_EXPECTS(!opt.classic || opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::ClassicLorenzo,
               "the classic pipeline predicts with Lorenzo only");
+  KSZ_EXPECTS(opt.mode != ErrorMode::PW_REL || opt.predictor != PredictorId::Interp,
+              "pwrel is not available with the interp predictor yet (lorenzo, or --pipeline classic)");
   KSZ_EXPECTS(opt.check_width >= 1, "check width must be at least 1");
   KSZ_EXPECTS(opt.radius >= 1 && opt.radius <= 32768, "radius must be in [1, 32768], got ", opt.radius);
   KSZ_EXPECTS(opt.huffman_chunk >= 1 && opt.huffman_chunk <= (1u << 24),

@@ -172,7 +172,7 @@ int run(int argc, char** argv) {
   c->add_option("-d,--dims", dims, "extents, fastest-varying first: -d 512,512,512")->required()->delimiter(',');
   c->add_option("-m,--mode", mode, "error-bound mode: abs, rel (value-range relative) or pwrel (point-wise relative)")->capture_default_str();
   c->add_option("-e,--error", bound, "error bound")->capture_default_str();
-  c->add_option("--predictor", predictor, "lorenzo")->capture_default_str();
+  c->add_option("--predictor", predictor, "lorenzo, interp")->capture_default_str();
   c->add_option("--radius", radius, "quantization radius (2*radius Huffman symbols)")->capture_default_str();
   std::string report_kind;  // "" or "quality" (every cuZ-Checker metric, src/api/quality.hpp)
   auto* report_opt = c->add_option("--report", report_kind,

@@ -32,6 +32,11 @@ enum class Param : std::uint16_t {
   PwZeroThreshold = 56,  // f64: transformed values below it decode to 0
   PwSignMode = 57,       // u32: 0 all non-negative, 1 all negative, 2 sign bitmap segment
   PwLogBound = 58,       // f64: absolute bound of the transformed (log2) field
+  // 32-47: interpolation (G-Interp), see FORMAT.md
+  InterpAnchorStride = 32,  // u32: anchor grid stride S (power of two, 2..512)
+  InterpAlpha = 33,         // f64: level-wise bound reduction alpha (>= 1)
+  InterpOrder = 34,         // u32[3]: dimension pass order within a level
+  InterpNatural = 35,       // u32[3]: per dimension, 1 = natural cubic, 0 = not-a-knot
 };
 
 // Segment ids. Numeric values are part of the format.

@@ -7,7 +7,8 @@
 #include <mutex>
 #include <thread>
 
-#include "src/pipeline/lorenzo_pipeline_impl.hpp"
+#include "src/pipeline/pipeline_common.hpp"
+#include "src/pipeline/stage_timer.hpp"
 
 namespace ksz::cpu_baseline {
 namespace {
@@ -269,7 +270,7 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
 
   const std::uint32_t nsym = 2 * opt.radius;
   Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist("ksz::classic::hist", nsym);
-  histogram::histogram<HostExec>(host, codes, hist);
+  histogram::histogram<HostExec>(host, codes, hist, opt.radius);
   timer.mark("histogram");
   const huffman::Codebook book = huffman::build_codebook(hist.data(), nsym);
   const huffman::DeviceCodebook<HostExec> dbook(book);

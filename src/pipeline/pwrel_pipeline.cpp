@@ -3,7 +3,9 @@
 
 #include "portable/transform/log_transform.hpp"
 #include "src/cpu_baseline/classic_pipeline.hpp"
-#include "src/pipeline/lorenzo_pipeline_impl.hpp"
+#include "src/pipeline/lorenzo_pipeline.hpp"
+#include "src/pipeline/pipeline_common.hpp"
+#include "src/pipeline/stage_timer.hpp"
 
 namespace ksz::pipeline {
 namespace {

@@ -1,0 +1,409 @@
+// G-Interp spline prediction (cusz-i-interpolation, section IV): anchors on a
+// grid of stride S (8 in 3D, 16 in 2D, 512 in 1D, section IV-A) seed the
+// field; then levels of stride S/2, ..., 2, 1 fill it in, each level as one
+// pass per dimension (in the tuned dimension order), each point predicted by
+// the spline its reconstructed neighbours allow (section IV-B.1: cubic, else
+// quadratic, else linear).
+//
+// Deviation from section V-D: points of one pass depend only on earlier
+// passes, so each pass is one flat parallel_for over its points on the whole
+// field instead of per-block tiles in scratch memory. Prediction is global
+// (not clipped at chunk borders), which gives cubic splines almost everywhere
+// and so a higher ratio; tiling is a later speed optimization.
+//
+// Predictions are made from *reconstructed* values, exactly those the
+// decompressor will have, with every float operation rounded once
+// (mul_rn/add_rn), so compressor and decompressor agree bit for bit on every
+// backend. Each element gets an integer residual q (in steps of its level)
+// and a code: q + radius when |q| < radius, else 0 with q kept as an outlier
+// (as cuSZ stores Lorenzo outliers). Elements whose q would not reconstruct
+// within the bound (NaN, Inf, huge values, rounding) are stored verbatim:
+// q = kVerbatim, code 0. The bound holds for every element by construction.
+#pragma once
+#include <Kokkos_Core.hpp>
+#include <cmath>
+#include <cstdint>
+
+#include "portable/quantize/prequant.hpp"
+
+namespace ksz::spline {
+
+using quantize::add_rn;
+using quantize::mul_rn;
+
+// q of an element stored verbatim; valid residuals satisfy |q| < 2^30.
+constexpr std::int32_t kVerbatim = -2147483647 - 1;
+
+// Tuned choices, all recorded in the container.
+struct Config {
+  std::uint32_t anchor_stride = 8;     // S, a power of two
+  std::uint32_t order[3] = {0, 1, 2};  // pass order of the dimensions within a level
+  std::uint32_t natural[3] = {0, 0, 0};  // per dimension: 0 = not-a-knot cubic, 1 = natural cubic
+  double alpha = 1.0;                  // level-wise bound reduction (Eq. 1)
+};
+
+// Anchor stride by rank, section IV-A: 8^3 chunks, 16^2, 512.
+inline std::uint32_t default_anchor_stride(int rank) { return rank == 1 ? 512 : rank == 2 ? 16 : 8; }
+
+// Eq. 1 of section V-C: alpha from the relative bound.
+inline double alpha_of(double eps) {
+  if (!(eps > 1e-5)) return 1.0;
+  if (eps >= 1e-1) return 2.0;
+  if (eps >= 1e-2) return 1.75 + 0.25 * (eps - 1e-2) / (1e-1 - 1e-2);
+  if (eps >= 1e-3) return 1.5 + 0.25 * (eps - 1e-3) / (1e-2 - 1e-3);
+  if (eps >= 1e-4) return 1.25 + 0.25 * (eps - 1e-4) / (1e-3 - 1e-4);
+  return 1.0 + 0.25 * (eps - 1e-5) / (1e-4 - 1e-5);
+}
+
+// Number of levels below the anchors: stride S/2 is level log2(S), stride 1 is level 1.
+inline int level_count(std::uint32_t S) {
+  int l = 0;
+  while ((1u << l) < S) ++l;
+  return l;
+}
+
+// Quantization steps: index 0 .. L-1 for level 1 .. L (stride 1 .. S/2), index
+// L for the anchors. e_l = e / alpha^(l-1) (section IV-B.2), by repeated
+// division (exact IEEE ops on the host, the same on every backend). The
+// reduction stops at alpha^2, the paper's deepest level in 3D: 2D and 1D
+// have 4 and 9 levels, and alpha^8 would spend most bits on a few coarse
+// points (SZ3 caps the same reduction).
+constexpr int kMaxReducedLevels = 2;
+inline void level_steps(double base_step, double alpha, int levels, double* steps) {
+  double s = base_step;
+  for (int l = 0; l <= levels; ++l) {
+    steps[l] = s;
+    if (l < kMaxReducedLevels) s = s / alpha;
+  }
+}
+
+struct Shape {
+  std::uint64_t n[3] = {1, 1, 1};
+  std::uint64_t stride[3] = {1, 1, 1};  // memory strides
+  std::uint64_t count() const { return n[0] * n[1] * n[2]; }
+};
+
+inline Shape make_shape(std::uint64_t n0, std::uint64_t n1, std::uint64_t n2) {
+  Shape s;
+  s.n[0] = n0;
+  s.n[1] = n1;
+  s.n[2] = n2;
+  s.stride[0] = 1;
+  s.stride[1] = n0;
+  s.stride[2] = n0 * n1;
+  return s;
+}
+
+// The points of one pass: along dimension `dim` odd multiples of s; along
+// dimensions earlier in the order multiples of s; later ones multiples of 2s.
+// Their neighbours along `dim` (even multiples of s) were reconstructed by
+// earlier passes or levels.
+struct Pass {
+  Shape shape;
+  std::uint32_t dim = 0;
+  std::uint64_t s = 1;
+  std::uint64_t step[3] = {1, 1, 1};   // coordinate step per dimension
+  std::uint64_t first[3] = {0, 0, 0};  // first coordinate per dimension
+  std::uint64_t cnt[3] = {0, 0, 0};    // points per dimension
+  bool natural = false;
+  double qstep = 1, inv_qstep = 1;
+  std::uint64_t count() const { return cnt[0] * cnt[1] * cnt[2]; }
+};
+
+inline Pass make_pass(const Shape& sh, const Config& cfg, std::uint64_t s, int p, double qstep) {
+  Pass ps;
+  ps.shape = sh;
+  ps.dim = cfg.order[p];
+  ps.s = s;
+  for (int q = 0; q < 3; ++q) {
+    const std::uint32_t d = cfg.order[q];
+    const std::uint64_t n = sh.n[d];
+    if (q == p) {
+      ps.step[d] = 2 * s;
+      ps.first[d] = s;
+      ps.cnt[d] = n > s ? (n - 1 - s) / (2 * s) + 1 : 0;
+    } else {
+      const std::uint64_t st = q < p ? s : 2 * s;
+      ps.step[d] = st;
+      ps.first[d] = 0;
+      ps.cnt[d] = (n - 1) / st + 1;
+    }
+  }
+  ps.natural = cfg.natural[ps.dim] != 0;
+  ps.qstep = qstep;
+  ps.inv_qstep = 1.0 / qstep;
+  return ps;
+}
+
+// Flat element index and coordinate along the pass dimension of pass point k.
+KOKKOS_INLINE_FUNCTION void pass_point(const Pass& p, std::uint64_t k, std::uint64_t& idx, std::uint64_t& c) {
+  const std::uint64_t k0 = k % p.cnt[0], k12 = k / p.cnt[0];
+  const std::uint64_t k1 = k12 % p.cnt[1], k2 = k12 / p.cnt[1];
+  const std::uint64_t x = p.first[0] + k0 * p.step[0];
+  const std::uint64_t y = p.first[1] + k1 * p.step[1];
+  const std::uint64_t z = p.first[2] + k2 * p.step[2];
+  idx = x + y * p.shape.stride[1] + z * p.shape.stride[2];
+  c = p.dim == 0 ? x : p.dim == 1 ? y : z;
+}
+
+// Spline prediction from reconstructed neighbours at c-3s, c-s, c+s, c+3s
+// along the pass dimension (section IV-B.1). Every product and sum rounds
+// once so that nvcc's FMA contraction cannot change the result.
+template <class V>
+KOKKOS_INLINE_FUNCTION double predict(const Pass& p, const V& r, std::uint64_t idx, std::uint64_t c) {
+  const std::uint64_t n = p.shape.n[p.dim], s = p.s, ms = p.shape.stride[p.dim] * s;
+  const double b = static_cast<double>(r(idx - ms));
+  const bool has_c = c + s < n, has_a = c >= 3 * s, has_d = c + 3 * s < n;
+  if (has_c) {
+    const double cc = static_cast<double>(r(idx + ms));
+    if (has_a && has_d) {
+      const double a = static_cast<double>(r(idx - 3 * ms)), d = static_cast<double>(r(idx + 3 * ms));
+      // not-a-knot: (-a + 9b + 9c - d) / 16; natural: (-3a + 23b + 23c - 3d) / 40
+      if (p.natural)
+        return mul_rn(add_rn(mul_rn(23.0, add_rn(b, cc)), mul_rn(-3.0, add_rn(a, d))), 1.0 / 40.0);
+      return mul_rn(add_rn(mul_rn(9.0, add_rn(b, cc)), -add_rn(a, d)), 1.0 / 16.0);
+    }
+    if (has_a) {  // quadratic through c-3s, c-s, c+s: (-a + 6b + 3c) / 8
+      const double a = static_cast<double>(r(idx - 3 * ms));
+      return mul_rn(add_rn(add_rn(mul_rn(6.0, b), mul_rn(3.0, cc)), -a), 0.125);
+    }
+    if (has_d) {  // quadratic through c-s, c+s, c+3s: (3b + 6c - d) / 8
+      const double d = static_cast<double>(r(idx + 3 * ms));
+      return mul_rn(add_rn(add_rn(mul_rn(3.0, b), mul_rn(6.0, cc)), -d), 0.125);
+    }
+    return mul_rn(add_rn(b, cc), 0.5);  // linear
+  }
+  if (has_a) {  // past the last neighbour: linear extrapolation 1.5b - 0.5a
+    const double a = static_cast<double>(r(idx - 3 * ms));
+    return add_rn(mul_rn(1.5, b), mul_rn(-0.5, a));
+  }
+  return b;
+}
+
+// Compressor side of one pass: code, residual and reconstruction of each point.
+template <class ExecSpace, class T>
+void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
+                   Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                   Kokkos::View<T*, typename ExecSpace::memory_space> r,
+                   Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                   Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
+  const Pass p = pass;
+  Kokkos::parallel_for(
+      "ksz::spline::compress_pass", Kokkos::RangePolicy<ExecSpace>(space, 0, p.count()),
+      KOKKOS_LAMBDA(const std::uint64_t k) {
+        std::uint64_t i, c;
+        pass_point(p, k, i, c);
+        const double pred = predict(p, r, i, c);
+        const T x = in(i);
+        const double v = mul_rn(add_rn(static_cast<double>(x), -pred), p.inv_qstep);
+        std::int32_t q = kVerbatim;
+        T rec = x;
+        if (::fabs(v) < quantize::kMaxPrequant) {  // false for NaN/Inf too
+          const std::int32_t cq = static_cast<std::int32_t>(::floor(add_rn(v, 0.5)));
+          const T cand = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(cq), p.qstep)));
+          const double err = ::fabs(static_cast<double>(x) - static_cast<double>(cand));
+          if (err <= bound) {
+            q = cq;
+            rec = cand;
+          }
+        }
+        const std::int32_t rad = static_cast<std::int32_t>(radius);
+        codes(i) = (q != kVerbatim && q > -rad && q < rad) ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
+        qv(i) = q;
+        r(i) = rec;
+      });
+}
+
+// Decompressor side: qv holds every residual (kVerbatim where out already
+// holds the verbatim value).
+template <class ExecSpace, class T>
+void decompress_pass(const ExecSpace& space, const Pass& pass,
+                     Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
+                     Kokkos::View<T*, typename ExecSpace::memory_space> out) {
+  const Pass p = pass;
+  Kokkos::parallel_for(
+      "ksz::spline::decompress_pass", Kokkos::RangePolicy<ExecSpace>(space, 0, p.count()),
+      KOKKOS_LAMBDA(const std::uint64_t k) {
+        std::uint64_t i, c;
+        pass_point(p, k, i, c);
+        const std::int32_t q = qv(i);
+        if (q == kVerbatim) return;
+        const double pred = predict(p, out, i, c);
+        out(i) = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(q), p.qstep)));
+      });
+}
+
+// Anchors (all coordinates multiples of S): pre-quantized with the anchor
+// step and coded as the difference to the previous anchor of their row along
+// x (wrapping 32-bit, as Lorenzo). Rows are independent, so parallel.
+// Code 0 = verbatim; the row chain then continues from prequantize(value),
+// which the decompressor recomputes from the verbatim value.
+struct Anchors {
+  Shape shape;
+  std::uint64_t S = 8;
+  std::uint64_t cnt[3] = {1, 1, 1};
+  std::uint64_t rows() const { return cnt[1] * cnt[2]; }
+};
+
+inline Anchors make_anchors(const Shape& sh, std::uint64_t S) {
+  Anchors a;
+  a.shape = sh;
+  a.S = S;
+  for (int d = 0; d < 3; ++d) a.cnt[d] = (sh.n[d] - 1) / S + 1;
+  return a;
+}
+
+KOKKOS_INLINE_FUNCTION std::uint64_t anchor_row_base(const Anchors& a, std::uint64_t row) {
+  const std::uint64_t y = (row % a.cnt[1]) * a.S, z = (row / a.cnt[1]) * a.S;
+  return y * a.shape.stride[1] + z * a.shape.stride[2];
+}
+
+template <class ExecSpace, class T>
+void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
+                      std::uint32_t radius, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                      Kokkos::View<T*, typename ExecSpace::memory_space> r,
+                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                      Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
+  const Anchors a = anchors;
+  const quantize::QuantParams q_p = qp;
+  Kokkos::parallel_for(
+      "ksz::spline::compress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows()),
+      KOKKOS_LAMBDA(const std::uint64_t row) {
+        const std::uint64_t base = anchor_row_base(a, row);
+        std::uint32_t prev = 0;
+        for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
+          const std::uint64_t i = base + j * a.S;
+          const T x = in(i);
+          std::int32_t q;
+          const bool ok = quantize::prequantize<T>(x, q_p, q);
+          const std::int32_t d = static_cast<std::int32_t>(static_cast<std::uint32_t>(q) - prev);
+          const std::int64_t rad = radius;
+          // |q| < 2^30 makes d != kVerbatim, so the marker stays unambiguous.
+          codes(i) = ok && d > -rad && d < rad ? static_cast<std::uint16_t>(d + rad) : std::uint16_t(0);
+          qv(i) = ok ? d : kVerbatim;
+          r(i) = ok ? quantize::reconstruct<T>(q, q_p.step) : x;
+          prev = static_cast<std::uint32_t>(q);
+        }
+      });
+}
+
+template <class ExecSpace, class T>
+void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
+                        Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
+                        Kokkos::View<T*, typename ExecSpace::memory_space> out) {
+  const Anchors a = anchors;
+  const quantize::QuantParams q_p = qp;
+  Kokkos::parallel_for(
+      "ksz::spline::decompress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows()),
+      KOKKOS_LAMBDA(const std::uint64_t row) {
+        const std::uint64_t base = anchor_row_base(a, row);
+        std::uint32_t prev = 0;
+        for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
+          const std::uint64_t i = base + j * a.S;
+          const std::int32_t d = qv(i);
+          if (d == kVerbatim) {  // the chain continues from the value's own q (0 if none)
+            std::int32_t q;
+            quantize::prequantize<T>(out(i), q_p, q);
+            prev = static_cast<std::uint32_t>(q);
+          } else {
+            prev += static_cast<std::uint32_t>(d);
+            out(i) = quantize::reconstruct<T>(static_cast<std::int32_t>(prev), q_p.step);
+          }
+        }
+      });
+}
+
+// Runs anchors, then every level from coarse to fine, one kernel per pass.
+// `body_anchor(anchors, qp)` and `body_pass(pass)` do the compressor's or
+// the decompressor's work; the traversal is shared so both agree.
+template <class FA, class FP>
+void traverse(const Shape& sh, const Config& cfg, const double* steps, double bound,
+              FA&& body_anchor, FP&& body_pass) {
+  const int L = level_count(cfg.anchor_stride);
+  const quantize::QuantParams aqp{steps[L], 1.0 / steps[L], bound};
+  body_anchor(make_anchors(sh, cfg.anchor_stride), aqp);
+  for (int l = L; l >= 1; --l) {
+    const std::uint64_t s = std::uint64_t(1) << (l - 1);
+    for (int p = 0; p < 3; ++p) {
+      const Pass pass = make_pass(sh, cfg, s, p, steps[l - 1]);
+      if (pass.count() > 0) body_pass(pass);
+    }
+  }
+}
+
+// Auto-tune by profiling (section V-B): on sampled interior points, the error
+// of each cubic spline along each dimension on the original data. Errors are
+// summed as integers (in units of the bound, capped) so the sums, and thus
+// the choices, are identical on every backend whatever the reduction order.
+struct Profile {
+  std::uint64_t err[3][2] = {{0, 0}, {0, 0}, {0, 0}};  // [dim][not-a-knot, natural]
+  std::uint64_t samples[3] = {0, 0, 0};
+};
+
+template <class ExecSpace, class T>
+Profile profile(const ExecSpace& space, const Shape& shape, double unit,
+                Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
+  Profile prof;
+  const Shape sh = shape;
+  const double inv_unit = 1.0 / unit;
+  constexpr std::uint64_t kSample = 5;  // every 5th point per dimension
+  for (int d = 0; d < 3; ++d) {
+    if (sh.n[d] < 7) continue;
+    std::uint64_t cnt[3];
+    for (int e = 0; e < 3; ++e) cnt[e] = e == d ? (sh.n[d] - 7) / kSample + 1 : (sh.n[e] - 1) / kSample + 1;
+    const std::uint64_t total = cnt[0] * cnt[1] * cnt[2];
+    const std::uint64_t ms = sh.stride[d];
+    std::uint64_t e_nak = 0, e_nat = 0;
+    const int dd = d;
+    // lint: single translation unit (only the interp pipeline instantiates the profile).
+    Kokkos::parallel_reduce(
+        "ksz::spline::profile", Kokkos::RangePolicy<ExecSpace>(space, 0, total),
+        KOKKOS_LAMBDA(const std::uint64_t k, std::uint64_t& acc_nak, std::uint64_t& acc_nat) {
+          const std::uint64_t k0 = k % cnt[0], k12 = k / cnt[0], k1 = k12 % cnt[1], k2 = k12 / cnt[1];
+          std::uint64_t c[3] = {k0 * kSample, k1 * kSample, k2 * kSample};
+          c[dd] += 3;
+          const std::uint64_t i = c[0] + c[1] * sh.stride[1] + c[2] * sh.stride[2];
+          const double a = in(i - 3 * ms), b = in(i - ms), cc = in(i + ms), e = in(i + 3 * ms), x = in(i);
+          const double p1 = mul_rn(add_rn(mul_rn(9.0, add_rn(b, cc)), -add_rn(a, e)), 1.0 / 16.0);
+          const double p2 = mul_rn(add_rn(mul_rn(23.0, add_rn(b, cc)), mul_rn(-3.0, add_rn(a, e))), 1.0 / 40.0);
+          const double f1 = ::fabs(mul_rn(add_rn(x, -p1), inv_unit));
+          const double f2 = ::fabs(mul_rn(add_rn(x, -p2), inv_unit));
+          // NaN and huge errors count as the cap: fill values must not decide.
+          acc_nak += f1 < 1024.0 ? static_cast<std::uint64_t>(f1) : 1024u;
+          acc_nat += f2 < 1024.0 ? static_cast<std::uint64_t>(f2) : 1024u;
+        },
+        e_nak, e_nat);
+    prof.err[d][0] = e_nak;
+    prof.err[d][1] = e_nat;
+    prof.samples[d] = total;
+  }
+  return prof;
+}
+
+// Choices from a profile: per dimension the better cubic; dimension order from
+// least to most smooth, so the last (and largest) pass of each level runs
+// along the smoothest dimension. Ties keep the natural order (deterministic).
+inline void tune(const Profile& prof, Config& cfg) {
+  std::uint64_t best[3], cnt[3];
+  for (int d = 0; d < 3; ++d) {
+    cfg.natural[d] = prof.err[d][1] < prof.err[d][0] ? 1 : 0;
+    best[d] = prof.err[d][cfg.natural[d]];
+    cnt[d] = prof.samples[d] > 0 ? prof.samples[d] : 1;  // unprofiled (short) dimensions: mean 0
+  }
+  // Stable insertion sort by decreasing mean error, means compared exactly by
+  // cross-multiplication (errors <= 1024 per sample: no overflow).
+  std::uint32_t o[3] = {0, 1, 2};
+  for (int i = 1; i < 3; ++i)
+    for (int j = i; j > 0; --j) {
+      const std::uint32_t a = o[j - 1], b = o[j];
+      if (best[b] * cnt[a] > best[a] * cnt[b]) {
+        o[j - 1] = b;
+        o[j] = a;
+      } else {
+        break;
+      }
+    }
+  for (int i = 0; i < 3; ++i) cfg.order[i] = o[i];
+}
+
+}  // namespace ksz::spline

@@ -1,0 +1,235 @@
+// Template bodies of InterpPipeline; included by the instantiation unit only.
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "portable/predict/spline/spline.hpp"
+#include "src/pipeline/interp_pipeline.hpp"
+#include "src/pipeline/pipeline_common.hpp"
+#include "src/pipeline/stage_timer.hpp"
+
+namespace ksz::pipeline {
+namespace impl {
+
+inline spline::Shape spline_shape(const Dims& dims) {
+  const Shape3 s = effective_shape(dims);
+  return spline::make_shape(s.n[0], s.n[1], s.n[2]);
+}
+
+}  // namespace impl
+
+template <class ExecSpace>
+template <class T>
+std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& space,
+                                                             Kokkos::View<const T*, Mem> in, const Dims& dims,
+                                                             const Options& opt, Report* report) {
+  using namespace impl;
+  const std::uint64_t n = dims.count();
+  KSZ_EXPECTS(in.extent(0) == n, "input has ", in.extent(0), " elements, dims say ", n);
+  StageTimer<ExecSpace> timer(space, report);
+
+  const Range range = value_range<ExecSpace, T>(space, in);
+  double abs_bound = opt.bound;
+  if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
+  const quantize::QuantParams qp = quant_params(abs_bound, range);
+  timer.mark("value range");
+
+  const Shape3 s3 = effective_shape(dims);
+  const spline::Shape sh = spline_shape(dims);
+  spline::Config cfg;
+  cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
+  // Eq. 1 takes the bound relative to the value range, whatever the mode.
+  const double span = range.max - range.min;
+  const double eps = span > 0 ? abs_bound / span : 0;
+  cfg.alpha = abs_bound > 0 ? spline::alpha_of(eps) : 1.0;
+  const spline::Profile prof = spline::profile<ExecSpace, T>(space, sh, abs_bound > 0 ? abs_bound : qp.step, in);
+  spline::tune(prof, cfg);
+  timer.mark("auto-tune");
+
+  const int L = spline::level_count(cfg.anchor_stride);
+  double steps[16];
+  spline::level_steps(qp.step, abs_bound > 0 ? cfg.alpha : 1.0, L, steps);
+
+  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+  Kokkos::View<T*, Mem> rec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::reconstructed"), n);
+  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
+  const std::uint32_t radius = opt.radius;
+  spline::traverse(
+      sh, cfg, steps, qp.bound,
+      [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
+        spline::compress_anchors<ExecSpace, T>(space, a, aqp, radius, in, rec, codes, qv);
+      },
+      [&](const spline::Pass& p) {
+        spline::compress_pass<ExecSpace, T>(space, p, qp.bound, radius, in, rec, codes, qv);
+      });
+  timer.mark("predict+quantize");
+
+  const auto huff = huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, timer);
+
+  const auto out_idx = outliers::compact_indices(
+      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0 && qv(i) != spline::kVerbatim; },
+      "ksz::outlier_index");
+  Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
+                                           out_idx.extent(0));
+  Kokkos::parallel_for(
+      "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = qv(out_idx(j)); });
+  const auto verb_idx = outliers::compact_indices(
+      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return qv(i) == spline::kVerbatim; },
+      "ksz::verbatim_index");
+  Kokkos::View<T*, Mem> verb_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
+                                 verb_idx.extent(0));
+  Kokkos::parallel_for(
+      "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_idx.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t j) { verb_val(j) = in(verb_idx(j)); });
+  timer.mark("outliers");
+
+  const auto oi = pack_indices(out_idx, n);
+  const auto ov = to_host_bytes(out_val, out_val.extent(0));
+  const auto vi = pack_indices(verb_idx, n);
+  const auto vv = to_host_bytes(verb_val, verb_val.extent(0));
+  container::Header h;
+  h.dtype = dtype_of<T>();
+  h.dims = dims;
+  h.mode = opt.mode;
+  h.predictor = PredictorId::Interp;
+  h.codec = CodecId::Huffman;
+  h.user_bound = opt.bound;
+  h.abs_bound = abs_bound;
+  h.value_min = range.min;
+  h.value_max = range.max;
+  h.set_f64(Param::QuantStep, qp.step);
+  h.set_u32(Param::Radius, radius);
+  h.set_u32(Param::HuffmanChunk, opt.huffman_chunk);
+  h.set_u64(Param::OutlierCount, out_idx.extent(0));
+  h.set_u64(Param::VerbatimCount, verb_idx.extent(0));
+  h.set_u32(Param::InterpAnchorStride, cfg.anchor_stride);
+  h.set_f64(Param::InterpAlpha, cfg.alpha);
+  h.set_u32s(Param::InterpOrder, {cfg.order[0], cfg.order[1], cfg.order[2]});
+  h.set_u32s(Param::InterpNatural, {cfg.natural[0], cfg.natural[1], cfg.natural[2]});
+  auto stream = container::write(h, {{SegmentId::HuffmanLengths, huff.lengths.data(), huff.lengths.size()},
+                                     {SegmentId::HuffmanChunkOffsets, huff.offsets.data(), huff.offsets.size()},
+                                     {SegmentId::HuffmanWords, huff.words.data(), huff.words.size()},
+                                     {SegmentId::OutlierIndex, oi.data(), oi.size()},
+                                     {SegmentId::OutlierValue, ov.data(), ov.size()},
+                                     {SegmentId::VerbatimIndex, vi.data(), vi.size()},
+                                     {SegmentId::VerbatimValue, vv.data(), vv.size()}});
+  timer.mark("gather+container");
+  if (report) {
+    report->elements = n;
+    report->input_bytes = n * sizeof(T);
+    report->output_bytes = stream.size();
+    report->outliers = out_idx.extent(0);
+    report->verbatim = verb_idx.extent(0);
+    report->abs_bound = abs_bound;
+    report->value_min = range.min;
+    report->value_max = range.max;
+  }
+  return stream;
+}
+
+template <class ExecSpace>
+template <class T>
+void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const container::Parsed& s,
+                                           Kokkos::View<T*, Mem>& out, Report* report) {
+  using namespace impl;
+  const container::Header& h = s.header;
+  KSZ_STREAM_CHECK(h.dtype == dtype_of<T>(), "dtype mismatch");
+  KSZ_STREAM_CHECK(h.predictor == PredictorId::Interp && h.codec == CodecId::Huffman,
+                   "not an interpolation+Huffman stream");
+  const std::uint64_t n = h.dims.count();
+  const std::uint32_t radius = h.u32(Param::Radius);
+  KSZ_STREAM_CHECK(radius >= 1 && radius <= 32768, "radius ", radius, " out of range");
+  const std::uint32_t hchunk = h.u32(Param::HuffmanChunk);
+  KSZ_STREAM_CHECK(hchunk >= 1 && hchunk <= (1u << 24), "Huffman chunk ", hchunk, " out of range");
+  const double step = h.f64(Param::QuantStep);
+  KSZ_STREAM_CHECK(std::isfinite(step) && step > 0, "quantization step is not a positive number");
+  const std::uint64_t n_out = h.u64(Param::OutlierCount), n_verb = h.u64(Param::VerbatimCount);
+  KSZ_STREAM_CHECK(n_out <= n && n_verb <= n, "outlier counts exceed the element count");
+  spline::Config cfg;
+  cfg.anchor_stride = h.u32(Param::InterpAnchorStride);
+  KSZ_STREAM_CHECK(cfg.anchor_stride >= 2 && cfg.anchor_stride <= 512 &&
+                       (cfg.anchor_stride & (cfg.anchor_stride - 1)) == 0,
+                   "anchor stride ", cfg.anchor_stride, " is not a power of two in [2, 512]");
+  cfg.alpha = h.f64(Param::InterpAlpha);
+  KSZ_STREAM_CHECK(std::isfinite(cfg.alpha) && cfg.alpha >= 1 && cfg.alpha <= 4, "alpha out of range");
+  const auto order = h.u32s(Param::InterpOrder, 3);
+  const auto natural = h.u32s(Param::InterpNatural, 3);
+  bool seen[3] = {false, false, false};
+  for (int d = 0; d < 3; ++d) {
+    KSZ_STREAM_CHECK(order[d] < 3 && !seen[order[d]], "dimension order is not a permutation");
+    seen[order[d]] = true;
+    KSZ_STREAM_CHECK(natural[d] <= 1, "unknown spline kind ", natural[d]);
+    cfg.order[d] = order[d];
+    cfg.natural[d] = natural[d];
+  }
+
+  StageTimer<ExecSpace> timer(space, report);
+  auto oi = unpack_indices(space, s.require(SegmentId::OutlierIndex), n_out, n, "outlier");
+  auto ov = to_device<std::int32_t>(space, s.require(SegmentId::OutlierValue), n_out, "outlier values");
+  auto vi = unpack_indices(space, s.require(SegmentId::VerbatimIndex), n_verb, n, "verbatim");
+  auto vv = to_device<T>(space, s.require(SegmentId::VerbatimValue), n_verb, "verbatim values");
+  timer.mark("copy to device");
+  const auto codes = huffman_decode_codes<ExecSpace>(space, s, n, radius, hchunk);
+  timer.mark("huffman decode");
+
+  // Residuals: code - radius, outliers and verbatim markers scattered into
+  // the code-0 positions, which the two lists must cover exactly once.
+  constexpr std::int32_t kUnset = spline::kVerbatim + 1;
+  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
+  const std::int32_t rad = static_cast<std::int32_t>(radius);
+  Kokkos::parallel_for(
+      "ksz::interp::codes_to_residuals", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+      KOKKOS_LAMBDA(const std::uint64_t i) { qv(i) = codes(i) == 0 ? kUnset : static_cast<std::int32_t>(codes(i)) - rad; });
+  std::uint64_t bad = 0;
+  Kokkos::parallel_reduce(
+      "ksz::interp::check_outliers", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
+      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) {
+        const std::int32_t v = ov(j);
+        acc += (qv(oi(j)) == kUnset && v != spline::kVerbatim && v != kUnset) ? 0 : 1;
+      },
+      bad);
+  KSZ_STREAM_CHECK(bad == 0, "outlier list does not match the coded stream");
+  outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, qv);
+  Kokkos::parallel_reduce(
+      "ksz::interp::check_verbatim", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
+      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += qv(vi(j)) == kUnset ? 0 : 1; }, bad);
+  KSZ_STREAM_CHECK(bad == 0, "verbatim list does not match the coded stream");
+  Kokkos::parallel_for(
+      "ksz::interp::mark_verbatim", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
+      KOKKOS_LAMBDA(const std::uint64_t j) { qv(vi(j)) = spline::kVerbatim; });
+  Kokkos::parallel_reduce(
+      "ksz::interp::count_unset", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+      KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) { acc += qv(i) == kUnset ? 1 : 0; }, bad);
+  KSZ_STREAM_CHECK(bad == 0, "code-0 positions missing from the outlier and verbatim lists");
+  out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
+  outliers::scatter<ExecSpace, T>(space, vi, vv, out);
+  timer.mark("outliers");
+
+  // The compressor's exact steps: same host arithmetic from the same header.
+  const bool degenerate = !(h.abs_bound > 0);
+  const int L = spline::level_count(cfg.anchor_stride);
+  double steps[16];
+  spline::level_steps(step, degenerate ? 1.0 : cfg.alpha, L, steps);
+  const spline::Shape sh = spline_shape(h.dims);
+  const double bound = h.abs_bound;
+  spline::traverse(
+      sh, cfg, steps, bound,
+      [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
+        spline::decompress_anchors<ExecSpace, T>(space, a, aqp, qv, out);
+      },
+      [&](const spline::Pass& p) { spline::decompress_pass<ExecSpace, T>(space, p, qv, out); });
+  timer.mark("interp inverse");
+  if (report) {
+    report->elements = n;
+    report->input_bytes = n * sizeof(T);
+    report->outliers = n_out;
+    report->verbatim = n_verb;
+    report->abs_bound = h.abs_bound;
+    report->value_min = h.value_min;
+    report->value_max = h.value_max;
+  }
+}
+
+}  // namespace ksz::pipeline

@@ -1,0 +1,192 @@
+// Helpers every pipeline shares: bound resolution from the value range,
+// segment transfers between device views and container bytes, index packing.
+// Factored out of the Lorenzo pipeline unchanged, so its bytes stay the same.
+#pragma once
+#include <Kokkos_Core.hpp>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "portable/encode/huffman/codebook.hpp"
+#include "portable/encode/huffman/huffman.hpp"
+#include "portable/histogram/histogram.hpp"
+#include "portable/quantize/outliers.hpp"
+#include "portable/quantize/prequant.hpp"
+#include "src/container/container.hpp"
+#include "src/core/error.hpp"
+#include "src/core/types.hpp"
+
+namespace ksz::pipeline::impl {
+
+using container::Param;
+using container::SegmentId;
+
+struct Range {
+  double min, max;
+  bool any_finite;
+};
+
+template <class Mem, class T>
+struct FiniteMinMax {  // a functor: see the note on parallel_reduce in portable/predict/lorenzo/lorenzo.hpp
+  using MM = Kokkos::MinMax<double>;
+  Kokkos::View<const T*, Mem> in;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t i, typename MM::value_type& acc) const {
+    const double v = static_cast<double>(in(i));
+    if (v - v == 0) {  // finite: NaN and Inf give NaN
+      if (v < acc.min_val) acc.min_val = v;
+      if (v > acc.max_val) acc.max_val = v;
+    }
+  }
+};
+
+template <class ExecSpace, class T>
+Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
+  using MM = Kokkos::MinMax<double>;
+  typename MM::value_type r;
+  Kokkos::parallel_reduce("ksz::value_range", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
+                          FiniteMinMax<typename ExecSpace::memory_space, T>{in}, MM(r));
+  Range out{r.min_val, r.max_val, r.min_val <= r.max_val};
+  if (!out.any_finite) out.min = out.max = 0;
+  return out;
+}
+
+// Quantization parameters from the resolved bound. A zero bound (a constant
+// field under REL) still needs a step: one that reproduces the constant exactly.
+inline quantize::QuantParams quant_params(double abs_bound, const Range& r) {
+  double step = 2 * abs_bound;
+  if (!(step > 0)) step = (r.any_finite && r.max != 0) ? std::fabs(r.max) : 1.0;
+  if (!std::isfinite(step)) step = std::numeric_limits<double>::max();
+  return {step, 1.0 / step, abs_bound};
+}
+
+inline std::size_t index_width(std::uint64_t n) { return n > 0xFFFFFFFFull ? 8 : 4; }
+
+template <class IndexView>  // a View of (const) std::uint64_t in any memory space
+std::vector<std::uint8_t> pack_indices(const IndexView& idx, std::uint64_t n) {
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), idx);
+  const std::size_t w = index_width(n);
+  std::vector<std::uint8_t> out(h.extent(0) * w);
+  for (std::size_t j = 0; j < h.extent(0); ++j) {
+    if (w == 4) {
+      const auto v = static_cast<std::uint32_t>(h(j));
+      std::memcpy(out.data() + 4 * j, &v, 4);
+    } else {
+      std::memcpy(out.data() + 8 * j, &h(j), 8);
+    }
+  }
+  return out;
+}
+
+template <class ExecSpace>
+Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> unpack_indices(const ExecSpace& space,
+                                                                               const container::Segment& s,
+                                                                               std::uint64_t count,
+                                                                               std::uint64_t n, const char* what) {
+  const std::size_t w = index_width(n);
+  KSZ_STREAM_CHECK(s.size == count * w, what, " index segment has ", s.size, " bytes, expected ", count * w);
+  Kokkos::View<std::uint64_t*, Kokkos::HostSpace> h("ksz::indices_host", count);
+  for (std::uint64_t j = 0; j < count; ++j) {
+    if (w == 4) {
+      std::uint32_t v;
+      std::memcpy(&v, s.data + 4 * j, 4);
+      h(j) = v;
+    } else {
+      std::memcpy(&h(j), s.data + 8 * j, 8);
+    }
+  }
+  Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> d("ksz::indices", count);
+  Kokkos::deep_copy(space, d, h);
+  outliers::validate_indices<ExecSpace>(space, d, n, what);
+  return d;
+}
+
+template <class V, class Mem>
+std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {
+  std::vector<std::uint8_t> out(count * sizeof(V));
+  if (count == 0) return out;
+  Kokkos::View<V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
+      reinterpret_cast<V*>(out.data()), count);
+  Kokkos::deep_copy(h, Kokkos::subview(v, std::make_pair(std::uint64_t(0), count)));
+  return out;
+}
+
+template <class V, class ExecSpace>
+Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& space, const container::Segment& s,
+                                                              std::uint64_t count, const char* what) {
+  KSZ_STREAM_CHECK(s.size == count * sizeof(V), what, " segment has ", s.size, " bytes, expected ",
+                   count * sizeof(V));
+  Kokkos::View<V*, typename ExecSpace::memory_space> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(what)),
+                                                       count);
+  if (count == 0) return d;
+  // Segment bytes need not be aligned for V: copy through an aligned host buffer.
+  Kokkos::View<V*, Kokkos::HostSpace> h(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::staging"), count);
+  std::memcpy(h.data(), s.data, s.size);
+  Kokkos::deep_copy(space, d, h);
+  space.fence();
+  return d;
+}
+
+template <class T>
+constexpr DType dtype_of() {
+  return sizeof(T) == 8 ? DType::F64 : DType::F32;
+}
+
+// Quantization codes -> histogram -> canonical Huffman, as host segments
+// (segments 1-3 of FORMAT.md). The Lorenzo pipeline does the same inline.
+struct HuffmanSegments {
+  std::vector<std::uint8_t> lengths, offsets, words;
+};
+
+template <class ExecSpace, class Timer>
+HuffmanSegments huffman_encode_codes(const ExecSpace& space,
+                                     Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                                     std::uint32_t radius, std::uint32_t huffman_chunk, Timer& timer) {
+  using Mem = typename ExecSpace::memory_space;
+  const std::uint32_t nsym = 2 * radius;
+  Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
+  histogram::histogram<ExecSpace>(space, codes, hist, radius);
+  auto hist_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
+  timer.mark("histogram");
+  const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
+  const huffman::DeviceCodebook<ExecSpace> dbook(book);
+  timer.mark("codebook");
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk);
+  timer.mark("huffman encode");
+  HuffmanSegments out;
+  out.lengths.assign(book.lengths.begin(), book.lengths.end());
+  out.offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
+  out.words = to_host_bytes(enc.words, enc.n_words);
+  return out;
+}
+
+// Inverse of huffman_encode_codes with the Lorenzo pipeline's stream checks:
+// n codes in [0, 2*radius).
+template <class ExecSpace>
+Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_codes(
+    const ExecSpace& space, const container::Parsed& s, std::uint64_t n, std::uint32_t radius,
+    std::uint32_t hchunk) {
+  using Mem = typename ExecSpace::memory_space;
+  const auto& words_seg = s.require(SegmentId::HuffmanWords);
+  KSZ_STREAM_CHECK(words_seg.size % 4 == 0, "Huffman words segment is not whole words");
+  const std::uint64_t n_words = words_seg.size / 4;
+  // Every symbol takes at least one bit: no absurd allocation from a lying header.
+  KSZ_STREAM_CHECK(n <= n_words * 32, "header claims ", n, " elements but the stream holds at most ",
+                   n_words * 32);
+  const std::uint64_t n_chunks = (n + hchunk - 1) / hchunk;
+  const auto& len_seg = s.require(SegmentId::HuffmanLengths);
+  KSZ_STREAM_CHECK(len_seg.size == 2ull * radius, "codebook has ", len_seg.size, " lengths, expected ",
+                   2ull * radius);
+  const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
+  const huffman::DeviceCodebook<ExecSpace> dbook(book);
+  auto words = to_device<std::uint32_t>(space, words_seg, n_words, "Huffman words");
+  auto offsets =
+      to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
+  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+  huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes);
+  return codes;
+}
+
+}  // namespace ksz::pipeline::impl

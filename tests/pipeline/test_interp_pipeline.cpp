@@ -1,0 +1,284 @@
+// The G-Interp (cuSZ-i) pipeline end to end: the bound on every element for
+// every pattern, shape (chunk multiples or not), type and mode; identical
+// bytes across backends; auto-tune choices recorded and stable; the
+// decompressor reproducing the compressor's reconstruction bit for bit;
+// hostile streams rejected.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+#include "portable/predict/spline/spline.hpp"
+#include "src/api/ksz.hpp"
+#include "src/container/container.hpp"
+#include "tests/common/backends.hpp"
+#include "tests/common/fields.hpp"
+
+namespace ksz::test {
+namespace {
+
+template <class Space>
+class InterpPipeline : public ::testing::Test {};
+TYPED_TEST_SUITE(InterpPipeline, ExecSpaces, ExecSpaceName);
+
+// Shapes below, at and across anchor strides (8^3, 16^2, 512) and ranks 1-4.
+const std::vector<std::vector<std::uint64_t>> kShapes = {
+    {1},        {2},         {1, 1, 1},  {3, 1, 7},  {1023}, {1025},     {513, 1}, {17, 16},
+    {257, 129}, {33, 17, 9}, {9, 9, 9},  {8, 8, 8},  {2, 3, 5}, {40, 24, 16}, {5, 6, 7, 3}, {1, 1, 4097}};
+
+Options interp_opts(Backend b, ErrorMode mode, double bound) {
+  Options opt;
+  opt.predictor = PredictorId::Interp;
+  opt.mode = mode;
+  opt.bound = bound;
+  opt.backend = b;
+  return opt;
+}
+
+template <class T>
+void round_trip(Backend b, Pattern p, const Dims& d, ErrorMode mode, double bound) {
+  const auto in = make_field<T>(p, d);
+  Report rep;
+  const auto stream =
+      compress(in.data(), sizeof(T) == 8 ? DType::F64 : DType::F32, d, interp_opts(b, mode, bound), &rep);
+  EXPECT_EQ(inspect(stream.data(), stream.size()).predictor, PredictorId::Interp);
+  const Field f = decompress(stream.data(), stream.size(), b);
+  ASSERT_EQ(f.bytes.size(), in.size() * sizeof(T));
+  if (mode == ErrorMode::ABS) EXPECT_EQ(rep.abs_bound, bound);
+  EXPECT_TRUE(within_bound(in.data(), reinterpret_cast<const T*>(f.bytes.data()), in.size(), rep.abs_bound))
+      << name(p) << " " << d.str() << " mode " << to_string(mode) << " bound " << bound;
+}
+
+TYPED_TEST(InterpPipeline, BoundOnEveryElementF32) {
+  const Backend b = backend_of<TypeParam>();
+  for (const auto& s : kShapes)
+    for (Pattern p : {Pattern::Smooth, Pattern::Noisy, Pattern::Constant, Pattern::Spiky, Pattern::Fill})
+      for (ErrorMode m : {ErrorMode::ABS, ErrorMode::REL})
+        round_trip<float>(b, p, dims_of(s), m, m == ErrorMode::ABS ? 1e-4 : 1e-2);
+}
+
+TYPED_TEST(InterpPipeline, BoundOnEveryElementF64) {
+  const Backend b = backend_of<TypeParam>();
+  for (const auto& s : kShapes)
+    for (Pattern p : {Pattern::Noisy, Pattern::Fill, Pattern::Ramp})
+      for (ErrorMode m : {ErrorMode::ABS, ErrorMode::REL}) round_trip<double>(b, p, dims_of(s), m, m == ErrorMode::ABS ? 1e-7 : 1e-3);
+}
+
+TYPED_TEST(InterpPipeline, TinyBoundsNonFiniteAndSmallRadius) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({40, 30});
+  auto in = make_field<float>(Pattern::Smooth, d);
+  in[0] = std::numeric_limits<float>::quiet_NaN();  // an anchor
+  in[5] = std::numeric_limits<float>::infinity();
+  in[77] = -std::numeric_limits<float>::infinity();
+  in[100] = std::numeric_limits<float>::max();
+  in[101] = std::numeric_limits<float>::denorm_min();
+  for (double e : {1e-30, 1e-9, 1.0, 1e30})
+    for (std::uint32_t r : {1u, 2u, 512u, 32768u}) {
+      Options opt = interp_opts(b, ErrorMode::ABS, e);
+      opt.radius = r;
+      Report rep;
+      const auto stream = compress(in.data(), DType::F32, d, opt, &rep);
+      const Field f = decompress(stream.data(), stream.size(), b);
+      EXPECT_TRUE(within_bound(in.data(), reinterpret_cast<const float*>(f.bytes.data()), in.size(), e))
+          << e << " radius " << r;
+      EXPECT_GE(rep.verbatim, 3u);
+    }
+  // A noisy field with a tiny radius: most residuals become outliers, still in bound.
+  const Dims d3 = dims_of({50, 20, 10});
+  const auto noisy = make_field<float>(Pattern::Noisy, d3);
+  Options opt = interp_opts(b, ErrorMode::REL, 1e-4);
+  opt.radius = 2;
+  Report rep;
+  const auto stream = compress(noisy.data(), DType::F32, d3, opt, &rep);
+  const Field f = decompress(stream.data(), stream.size(), b);
+  EXPECT_TRUE(within_bound(noisy.data(), reinterpret_cast<const float*>(f.bytes.data()), noisy.size(), rep.abs_bound));
+  EXPECT_GT(rep.outliers, noisy.size() / 2);
+  EXPECT_EQ(rep.verbatim, 0u);
+}
+
+TYPED_TEST(InterpPipeline, SameBytesAsSerial) {
+  const Backend b = backend_of<TypeParam>();
+  for (const auto& s : kShapes)
+    for (Pattern p : {Pattern::Smooth, Pattern::Noisy, Pattern::Fill}) {
+      const Dims d = dims_of(s);
+      const auto in = make_field<float>(p, d);
+      Options opt = interp_opts(b, ErrorMode::REL, 1e-4);
+      const auto mine = compress(in.data(), DType::F32, d, opt);
+      opt.backend = Backend::Serial;
+      const auto ref = compress(in.data(), DType::F32, d, opt);
+      EXPECT_TRUE(mine == ref) << name(p) << " " << d.str() << ": " << to_string(b) << " bytes differ from serial";
+      const Field fa = decompress(mine.data(), mine.size(), Backend::Serial);
+      const Field fb = decompress(ref.data(), ref.size(), b);
+      EXPECT_TRUE(fa.bytes == fb.bytes);
+    }
+}
+
+// Free function: CUDA device lambdas cannot live in gtest's private TestBody.
+template <class Space>
+void copy_verbatim(const Space& space, Kokkos::View<std::int32_t*, typename Space::memory_space> qv,
+                   Kokkos::View<const float*, typename Space::memory_space> in,
+                   Kokkos::View<float*, typename Space::memory_space> out) {
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Space>(space, 0, qv.extent(0)), KOKKOS_LAMBDA(const std::uint64_t i) {
+        if (qv(i) == spline::kVerbatim) out(i) = in(i);
+      });
+}
+
+// The decompressor's values are exactly the compressor's reconstruction
+// (the values it predicted from), element for element, bit for bit.
+TYPED_TEST(InterpPipeline, DecompressionReproducesPredictions) {
+  using Mem = typename TypeParam::memory_space;
+  const TypeParam space;
+  for (const auto& s : {std::vector<std::uint64_t>{37, 21, 11}, {100, 33}, {2000}}) {
+    const Dims d = dims_of(s);
+    const Shape3 s3 = effective_shape(d);
+    const auto host = make_field<float>(Pattern::Spiky, d);
+    const std::uint64_t n = host.size();
+    Kokkos::View<float*, Mem> in("in", n), rec("rec", n), out("out", n);
+    Kokkos::View<std::uint16_t*, Mem> codes("codes", n);
+    Kokkos::View<std::int32_t*, Mem> qv("qv", n);
+    Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                              host.data(), n));
+    const spline::Shape sh = spline::make_shape(s3.n[0], s3.n[1], s3.n[2]);
+    spline::Config cfg;
+    cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
+    cfg.alpha = 1.5;
+    cfg.natural[1] = 1;
+    cfg.order[0] = 2, cfg.order[1] = 0, cfg.order[2] = 1;
+    double steps[16];
+    const double e = 1e-3;
+    spline::level_steps(2 * e, cfg.alpha, spline::level_count(cfg.anchor_stride), steps);
+    const Kokkos::View<const float*, Mem> cin = in;
+    spline::traverse(
+        sh, cfg, steps, e,
+        [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
+          spline::compress_anchors<TypeParam, float>(space, a, qp, 64, cin, rec, codes, qv);
+        },
+        [&](const spline::Pass& p) {
+          spline::compress_pass<TypeParam, float>(space, p, e, 64, cin, rec, codes, qv);
+        });
+    // verbatim elements first, as the pipeline does
+    copy_verbatim<TypeParam>(space, qv, cin, out);
+    const Kokkos::View<const std::int32_t*, Mem> cqv = qv;
+    spline::traverse(
+        sh, cfg, steps, e,
+        [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
+          spline::decompress_anchors<TypeParam, float>(space, a, qp, cqv, out);
+        },
+        [&](const spline::Pass& p) { spline::decompress_pass<TypeParam, float>(space, p, cqv, out); });
+    space.fence();
+    auto r_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), rec);
+    auto o_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+    auto c_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), codes);
+    std::uint64_t diff = 0, coded = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      diff += std::memcmp(&r_h(i), &o_h(i), sizeof(float)) != 0 ? 1 : 0;
+      coded += c_h(i) != 0 ? 1 : 0;
+    }
+    EXPECT_EQ(diff, 0u) << d.str();
+    EXPECT_GT(coded, n / 2) << d.str();  // the spline predicts: most elements are coded
+    EXPECT_TRUE(within_bound(host.data(), o_h.data(), n, e));
+  }
+}
+
+container::Header header_of(const std::vector<std::uint8_t>& s) { return container::read(s.data(), s.size()).header; }
+
+// A field smooth along z, rough along x: the tuner must pass along x first and z
+// last, record it, and choose the same way every time and on every backend.
+TYPED_TEST(InterpPipeline, AutoTuneRecordedAndStable) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({48, 40, 32});
+  std::vector<float> in(d.count());
+  for (std::uint64_t i = 0; i < in.size(); ++i) {
+    const double x = double(i % 48), y = double(i / 48 % 40), z = double(i / (48 * 40));
+    in[i] = float(std::sin(1.3 * x) + 0.2 * std::sin(0.35 * y) + 0.01 * std::sin(0.05 * z));
+  }
+  const auto s1 = compress(in.data(), DType::F32, d, interp_opts(b, ErrorMode::REL, 1e-4));
+  const auto s2 = compress(in.data(), DType::F32, d, interp_opts(b, ErrorMode::REL, 1e-4));
+  EXPECT_TRUE(s1 == s2);
+  const auto h = header_of(s1);
+  const auto order = h.u32s(container::Param::InterpOrder, 3);
+  EXPECT_EQ(order, (std::vector<std::uint32_t>{0, 1, 2}));
+  EXPECT_EQ(h.u32(container::Param::InterpAnchorStride), 8u);
+  EXPECT_NEAR(h.f64(container::Param::InterpAlpha), 1.25, 1e-12);  // Eq. 1 at 1e-4
+  // transposed: rough along z, smooth along x
+  std::vector<float> t(in.size());
+  const Dims dt = dims_of({32, 40, 48});
+  for (std::uint64_t x = 0; x < 48; ++x)
+    for (std::uint64_t y = 0; y < 40; ++y)
+      for (std::uint64_t z = 0; z < 32; ++z) t[z + 32 * (y + 40 * x)] = in[x + 48 * (y + 40 * z)];
+  const auto s3 = compress(t.data(), DType::F32, dt, interp_opts(b, ErrorMode::REL, 1e-4));
+  EXPECT_EQ(header_of(s3).u32s(container::Param::InterpOrder, 3), (std::vector<std::uint32_t>{2, 1, 0}));
+  const Field f = decompress(s3.data(), s3.size(), b);
+  EXPECT_TRUE(within_bound(t.data(), reinterpret_cast<const float*>(f.bytes.data()), t.size(),
+                           1e-4 * 2.42));  // range < 2.42
+}
+
+TYPED_TEST(InterpPipeline, BeatsLorenzoOnSmoothFields) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({64, 64, 64});
+  const auto in = make_field<float>(Pattern::Smooth, d);
+  for (double e : {1e-2, 1e-3, 1e-4}) {
+    Options opt = interp_opts(b, ErrorMode::REL, e);
+    const auto si = compress(in.data(), DType::F32, d, opt);
+    opt.predictor = PredictorId::Lorenzo;
+    const auto sl = compress(in.data(), DType::F32, d, opt);
+    EXPECT_LT(si.size(), sl.size()) << "REL " << e;
+  }
+}
+
+TEST(InterpPipelineHostile, RejectsCorruptStreams) {
+  const Dims d = dims_of({20, 12, 9});
+  const auto in = make_field<float>(Pattern::Fill, d);
+  Options opt = interp_opts(Backend::Serial, ErrorMode::REL, 1e-3);
+  const auto good = compress(in.data(), DType::F32, d, opt);
+  for (std::size_t cut : {std::size_t(0), std::size_t(10), good.size() / 2, good.size() - 1})
+    EXPECT_THROW(decompress(good.data(), cut, Backend::Serial), CorruptStream) << cut;
+  for (std::size_t i = 0; i < good.size(); i += 7) {
+    auto bad = good;
+    bad[i] ^= 0x5A;
+    EXPECT_THROW(decompress(bad.data(), bad.size(), Backend::Serial), CorruptStream) << i;
+  }
+  // Valid checksums, lying parameters: rebuild the stream from a tampered header.
+  const container::Parsed p = container::read(good.data(), good.size());
+  using container::Param;
+  auto rebuild = [&](auto&& tamper, std::vector<container::Segment> segs) {
+    container::Header h = p.header;
+    tamper(h);
+    return container::write(h, segs);
+  };
+  const auto& segs = p.segments;
+  std::vector<std::function<void(container::Header&)>> tampers = {
+      [](container::Header& h) { h.set_u32(Param::InterpAnchorStride, 3); },
+      [](container::Header& h) { h.set_u32(Param::InterpAnchorStride, 0); },
+      [](container::Header& h) { h.set_u32(Param::InterpAnchorStride, 1u << 20); },
+      [](container::Header& h) { h.set_f64(Param::InterpAlpha, std::nan("")); },
+      [](container::Header& h) { h.set_f64(Param::InterpAlpha, 0.5); },
+      [](container::Header& h) { h.set_u32s(Param::InterpOrder, {0, 0, 1}); },
+      [](container::Header& h) { h.set_u32s(Param::InterpOrder, {0, 1, 7}); },
+      [](container::Header& h) { h.set_u32s(Param::InterpNatural, {0, 2, 0}); },
+      [](container::Header& h) { h.params.erase(std::uint16_t(Param::InterpOrder)); },
+      [](container::Header& h) { h.set_u64(Param::VerbatimCount, h.u64(Param::VerbatimCount) + 1); },
+      [](container::Header& h) { h.set_u64(Param::VerbatimCount, ~0ull); },
+      [](container::Header& h) { h.set_u32(Param::Radius, 0); },
+      [](container::Header& h) { h.set_u32(Param::Radius, 256); },
+      [](container::Header& h) { h.dims.n[2] = 1u << 30; },
+      [](container::Header& h) { h.set_f64(Param::QuantStep, -1); },
+      [](container::Header& h) { h.dtype = DType::F64; },
+  };
+  for (std::size_t k = 0; k < tampers.size(); ++k) {
+    const auto bad = rebuild(tampers[k], segs);
+    EXPECT_THROW(decompress(bad.data(), bad.size(), Backend::Serial), CorruptStream) << "tamper " << k;
+  }
+  // Dropping a segment
+  for (std::size_t drop = 0; drop < segs.size(); ++drop) {
+    auto fewer = segs;
+    fewer.erase(fewer.begin() + long(drop));
+    const auto bad = rebuild([](container::Header&) {}, fewer);
+    EXPECT_THROW(decompress(bad.data(), bad.size(), Backend::Serial), CorruptStream) << "drop " << drop;
+  }
+}
+
+}  // namespace
+}  // namespace ksz::test
