@@ -6,6 +6,7 @@
 
 #include "src/container/container.hpp"
 #include "src/pipeline/lorenzo_pipeline.hpp"
+#include "src/pipeline/szx_pipeline.hpp"
 
 #ifndef KSZ_GIT_REV
 #define KSZ_GIT_REV "unknown"
@@ -38,6 +39,8 @@ std::vector<std::uint8_t> compress_on(const ExecSpace& space, const void* data, 
   switch (opt.predictor) {
     case PredictorId::Lorenzo:
       return pipeline::LorenzoPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
+    case PredictorId::SZx:
+      return pipeline::SzxPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
     default: break;
   }
   throw InvalidInput(impl::concat("predictor '", to_string(opt.predictor), "' is not available"));
@@ -50,6 +53,9 @@ void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Fiel
   switch (parsed.header.predictor) {
     case PredictorId::Lorenzo:
       pipeline::LorenzoPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
+      break;
+    case PredictorId::SZx:
+      pipeline::SzxPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
       break;
     default:
       throw CorruptStream(impl::concat("corrupt stream: predictor '", to_string(parsed.header.predictor),
@@ -87,8 +93,10 @@ void validate(DType dtype, const Dims& dims, const Options& opt) {
               opt.bound);
   KSZ_EXPECTS(opt.mode == ErrorMode::ABS || opt.mode == ErrorMode::REL,
               "error-bound mode '", to_string(opt.mode), "' is not available in this version (abs, rel)");
-  KSZ_EXPECTS(opt.predictor == PredictorId::Lorenzo, "predictor '", to_string(opt.predictor),
-              "' is not available in this version (lorenzo)");
+  KSZ_EXPECTS(opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::SZx, "predictor '",
+              to_string(opt.predictor), "' is not available in this version (lorenzo, szx)");
+  KSZ_EXPECTS(opt.predictor != PredictorId::SZx || (opt.szx_block >= 1 && opt.szx_block <= 4096),
+              "SZx block size must be in [1, 4096], got ", opt.szx_block);
   KSZ_EXPECTS(opt.radius >= 1 && opt.radius <= 32768, "radius must be in [1, 32768], got ", opt.radius);
   KSZ_EXPECTS(opt.huffman_chunk >= 1 && opt.huffman_chunk <= (1u << 24),
               "Huffman chunk must be in [1, 2^24], got ", opt.huffman_chunk);

@@ -28,6 +28,9 @@ enum class Param : std::uint16_t {
   HuffmanChunk = 4,    // u32: symbols per independently decodable Huffman chunk
   OutlierCount = 5,    // u64
   VerbatimCount = 6,   // u64
+  SzxBlock = 16,           // u32: SZx block size, 1..4096
+  SzxConstantBlocks = 17,  // u64: informative
+  SzxVerbatimBlocks = 18,  // u64: informative
 };
 
 // Segment ids. Numeric values are part of the format.
@@ -39,6 +42,11 @@ enum class SegmentId : std::uint16_t {
   OutlierValue = 5,         // i32 per outlier: the prediction residual
   VerbatimIndex = 6,        // as OutlierIndex
   VerbatimValue = 7,        // f32 or f64 per verbatim element: the exact input bits
+  SzxKinds = 16,            // u8 per block: 0 constant, 255 verbatim, else required bits
+  SzxMedians = 17,          // f32 or f64 per block
+  SzxLeadCodes = 18,        // 2 bits per value of coded blocks
+  SzxMidBytes = 19,         // the committed bytes of coded blocks
+  SzxVerbatim = 20,         // f32 or f64 per value of verbatim blocks
 };
 
 struct Header {
