@@ -120,14 +120,39 @@ KOKKOS_INLINE_FUNCTION int required_length(double radius, double bound) {
 
 KOKKOS_INLINE_FUNCTION int bytes_of(int req_length) { return (req_length + 7) / 8; }
 
+KOKKOS_INLINE_FUNCTION int clz64(std::uint64_t x) {  // x != 0
+#ifdef __CUDA_ARCH__
+  return __clzll(static_cast<long long>(x));
+#else
+  return __builtin_clzll(x);
+#endif
+}
+
+#ifndef __CUDA_ARCH__
+// Host fast path: the m (0..8) low bytes of c as one unaligned big-endian
+// 8-byte store / load, so the per-value byte count costs no branch. Only
+// used where 8 bytes from p stay inside memory the caller owns.
+inline void store_be(std::uint8_t* p, std::uint64_t c, int m) {
+  std::uint64_t w = m > 0 ? c << (64 - 8 * m) : 0;
+  w = __builtin_bswap64(w);
+  std::memcpy(p, &w, 8);
+}
+inline std::uint64_t load_be(const std::uint8_t* p, int m) {
+  std::uint64_t w;
+  std::memcpy(&w, p, 8);
+  w = __builtin_bswap64(w);
+  return m > 0 ? w >> (64 - 8 * m) : 0;
+}
+#endif
+
 // Identical leading bytes of two codes of `nbytes` bytes, at most 3 (2-bit code).
 template <class U>
 KOKKOS_INLINE_FUNCTION int leading_bytes(U a, U b, int nbytes) {
-  const U x = a ^ b;
+  const std::uint64_t x = static_cast<std::uint64_t>(a ^ b);
   const int cap = nbytes < 3 ? nbytes : 3;
-  int k = 0;
-  while (k < cap && ((x >> (8 * (nbytes - 1 - k))) & 0xff) == 0) ++k;
-  return k;
+  if (x == 0) return cap;
+  const int k = (clz64(x) - (64 - 8 * nbytes)) >> 3;
+  return k < cap ? k : cap;
 }
 
 template <class T>
@@ -185,7 +210,7 @@ KOKKOS_INLINE_FUNCTION BlockPlan<T> plan_block(const In& x, std::uint64_t begin,
 template <class T, class In, class Bytes>
 KOKKOS_INLINE_FUNCTION void encode_block(const In& x, std::uint64_t begin, std::uint32_t len, int len_bits, T med,
                                          const Bytes& lead, std::uint64_t lead_off, const Bytes& mid,
-                                         std::uint64_t mid_off) {
+                                         std::uint64_t mid_off, std::uint64_t mid_end) {
   using U = typename Bits<T>::U;
   const int nbytes = bytes_of(len_bits), shift = Bits<T>::kTotal - len_bits;
   U prev = 0;
@@ -198,6 +223,14 @@ KOKKOS_INLINE_FUNCTION void encode_block(const In& x, std::uint64_t begin, std::
       lead(lead_off + i / 4) = acc;
       acc = 0;
     }
+#ifndef __CUDA_ARCH__
+    if (mid_off + 8 <= mid_end) {  // the 8-byte store stays inside this block
+      store_be(&mid(mid_off), static_cast<std::uint64_t>(c), nbytes - l);
+      mid_off += static_cast<std::uint64_t>(nbytes - l);
+      prev = c;
+      continue;
+    }
+#endif
     for (int k = l; k < nbytes; ++k) mid(mid_off++) = static_cast<std::uint8_t>(c >> (8 * (nbytes - 1 - k)));
     prev = c;
   }
@@ -230,11 +263,19 @@ KOKKOS_INLINE_FUNCTION void decode_block(const Bytes& lead, std::uint64_t lead_o
   U prev = 0;
   for (std::uint32_t i = 0; i < len; ++i) {
     const int l = (lead(lead_off + i / 4) >> (6 - 2 * (i & 3))) & 3;
-    U c = 0;
-    for (int k = 0; k < nbytes; ++k) {
-      const int s = 8 * (nbytes - 1 - k);
-      const U byte = k < l ? ((prev >> s) & 0xff) : static_cast<U>(mid(mid_off++));
-      c |= byte << s;
+    // The l leading bytes come from the previous value, the rest from mid.
+    U c;
+#ifndef __CUDA_ARCH__
+    if (mid_off + 8 <= mid.extent(0)) {
+      const int m = nbytes - l;
+      const U keep = 8 * m >= Bits<T>::kTotal ? U(0) : ~((U(1) << (8 * m)) - 1);
+      c = (prev & keep) | static_cast<U>(load_be(&mid(mid_off), m));
+      mid_off += static_cast<std::uint64_t>(m);
+    } else
+#endif
+    {
+      c = l > 0 ? prev >> (8 * (nbytes - l)) : U(0);
+      for (int k = l; k < nbytes; ++k) c = (c << 8) | static_cast<U>(mid(mid_off++));
     }
     out(begin + i) = add_t(med, from_bits<T>(c << shift));
     prev = c;
@@ -301,7 +342,7 @@ void encode(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::m
         if (k == kVerbatim) {
           for (std::uint32_t i = 0; i < len; ++i) verb(verb_off(b) + i) = in(b * block + i);
         } else if (k != kConstant) {
-          encode_block<T>(in, b * block, len, k, medians(b), lead, lead_off(b), mid, mid_off(b));
+          encode_block<T>(in, b * block, len, k, medians(b), lead, lead_off(b), mid, mid_off(b), mid_off(b + 1));
         }
       });
 }
