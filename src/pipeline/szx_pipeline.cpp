@@ -35,7 +35,11 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   Kokkos::View<T*, Mem> medians(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
   Kokkos::View<std::uint64_t*, Mem> mid_count(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);
-  szx::plan<ExecSpace, T>(space, in, block, abs_bound, kinds, medians, mid_count);
+  const szx::Layout layout = szx::choose_layout<ExecSpace>(block, nb);
+  if (layout == szx::Layout::TeamPerBlock)
+    szx::plan_team<ExecSpace, T>(space, in, block, abs_bound, kinds, medians, mid_count);
+  else
+    szx::plan<ExecSpace, T>(space, in, block, abs_bound, kinds, medians, mid_count);
   timer.mark("block plan");
 
   Kokkos::View<std::uint64_t*, Mem> lead_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead_off")), nb + 1);
@@ -62,7 +66,10 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   Kokkos::View<std::uint8_t*, Mem> lead(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead")), lead_total);
   Kokkos::View<std::uint8_t*, Mem> mid(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid")), mid_total);
   Kokkos::View<T*, Mem> verb(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::verbatim")), verb_total);
-  szx::encode<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
+  if (layout == szx::Layout::TeamPerBlock)
+    szx::encode_team<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
+  else
+    szx::encode<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
   timer.mark("block encode");
 
   const auto kinds_h = impl::to_host_bytes(kinds, nb);
@@ -163,7 +170,10 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   timer.mark("copy to device");
 
   out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
-  szx::decode<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
+  if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock)
+    szx::decode_team<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
+  else
+    szx::decode<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
   timer.mark("block decode");
   if (report) {
     report->elements = n;

@@ -154,6 +154,37 @@ TYPED_TEST(Szx, IdenticalBytesAcrossBackends) {
   }
 }
 
+// Team per block (the GPU layout, Figure 9 index propagation) writes and
+// reads the same bytes as thread per block, here on this backend.
+struct LayoutEnv {
+  explicit LayoutEnv(const char* v) { setenv("KSZ_SZX_LAYOUT", v, 1); }
+  ~LayoutEnv() { unsetenv("KSZ_SZX_LAYOUT"); }
+};
+
+TYPED_TEST(Szx, TeamLayoutSameBytes) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({70, 50, 9});
+  for (Pattern p : {Pattern::Smooth, Pattern::Noisy, Pattern::Spiky, Pattern::Fill, Pattern::Ramp}) {
+    const auto in = make_field<float>(p, d);
+    const auto in64 = make_field<double>(p, d);
+    for (std::uint32_t block : {1u, 8u, 33u, 128u, 1024u})
+      for (double e : {1e-2, 1e-5}) {
+        SCOPED_TRACE(name(p));
+        std::vector<std::uint8_t> thread32, team32, thread64, team64;
+        {
+          LayoutEnv env("thread");
+          thread32 = szx_round_trip<float>(b, in, d, ErrorMode::REL, e, block);
+          thread64 = szx_round_trip<double>(b, in64, d, ErrorMode::REL, e * 1e-6, block);
+        }
+        LayoutEnv env("team");
+        team32 = szx_round_trip<float>(b, in, d, ErrorMode::REL, e, block);
+        team64 = szx_round_trip<double>(b, in64, d, ErrorMode::REL, e * 1e-6, block);
+        EXPECT_EQ(thread32, team32) << "block " << block << " e " << e;
+        EXPECT_EQ(thread64, team64) << "block " << block << " e " << e;
+      }
+  }
+}
+
 // ---- Hostile streams: rebuilt with valid checksums so the SZx decoder's own
 // checks, not the container's CRC, must catch them.
 struct Parts {

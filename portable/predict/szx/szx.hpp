@@ -17,7 +17,10 @@
 #include <Kokkos_Core.hpp>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <type_traits>
 
 #include "portable/quantize/prequant.hpp"
 
@@ -162,6 +165,40 @@ struct BlockPlan {
   std::uint64_t mid_bytes;  // bytes this block adds to the mid-byte array
 };
 
+// What min and max decide (Algorithm 1, lines 3-7): the median, whether the
+// block is constant, else the required length in bits.
+template <class T>
+struct BlockHead {
+  T median;
+  bool constant;
+  int len_bits;
+};
+template <class T>
+KOKKOS_INLINE_FUNCTION BlockHead<T> block_head(T mn, T mx, double e) {
+  // A reduction may meet -0 and +0 in any order: both ends canonical, so the
+  // median does not depend on the schedule.
+  if (mn == 0) mn = T(0);
+  if (mx == 0) mx = T(0);
+  const double dmn = mn, dmx = mx;
+  const T med = static_cast<T>(quantize::add_rn(quantize::mul_rn(dmn, 0.5), quantize::mul_rn(dmx, 0.5)));
+  const double dmed = med;
+  // Every value lies in [mn, mx], so the two ends decide a constant block.
+  if (within(dmx, dmed, e) && within(dmn, dmed, e)) return {med, true, 0};
+  const double r1 = quantize::add_rn(dmx, -dmed), r2 = quantize::add_rn(dmed, -dmn);
+  return {med, false, required_length<T>(r1 > r2 ? r1 : r2, e)};
+}
+
+// The code of a value (normalize, keep the leading len_bits bits: Solution C)
+// and the value a code decodes to: the one formula both sides use.
+template <class T>
+KOKKOS_INLINE_FUNCTION typename Bits<T>::U code_of(T v, T med, int shift) {
+  return to_bits(add_t(v, -med)) >> shift;
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION T value_of(typename Bits<T>::U c, T med, int shift) {
+  return add_t(med, from_bits<T>(c << shift));
+}
+
 // Decides a block's kind and median and counts its mid-bytes, verifying every
 // reconstructed value against the bound (Algorithm 1, lines 3-12).
 template <class T, class In>
@@ -177,29 +214,24 @@ KOKKOS_INLINE_FUNCTION BlockPlan<T> plan_block(const In& x, std::uint64_t begin,
     mx = v > mx ? v : mx;
   }
   if (!finite) return p;
-  const double dmn = mn, dmx = mx;
-  const T med = static_cast<T>(quantize::add_rn(quantize::mul_rn(dmn, 0.5), quantize::mul_rn(dmx, 0.5)));
-  const double dmed = med;
-  // Every value lies in [mn, mx], so the two ends decide a constant block.
-  if (within(dmx, dmed, e) && within(dmn, dmed, e)) {
+  const BlockHead<T> hd = block_head<T>(mn, mx, e);
+  if (hd.constant) {
     p.kind = kConstant;
-    p.median = med;
+    p.median = hd.median;
     return p;
   }
-  const double r1 = quantize::add_rn(dmx, -dmed), r2 = quantize::add_rn(dmed, -dmn);
-  const int len_bits = required_length<T>(r1 > r2 ? r1 : r2, e);
-  const int nbytes = bytes_of(len_bits), shift = Bits<T>::kTotal - len_bits;
+  const T med = hd.median;
+  const int nbytes = bytes_of(hd.len_bits), shift = Bits<T>::kTotal - hd.len_bits;
   U prev = 0;
   std::uint64_t mid = 0;
   for (std::uint32_t i = 0; i < len; ++i) {
     const T v = x(begin + i);
-    const U c = to_bits(add_t(v, -med)) >> shift;
-    const T rec = add_t(med, from_bits<T>(c << shift));
-    if (!within(static_cast<double>(v), static_cast<double>(rec), e)) return p;  // verbatim
+    const U c = code_of<T>(v, med, shift);
+    if (!within(static_cast<double>(v), static_cast<double>(value_of<T>(c, med, shift)), e)) return p;  // verbatim
     mid += static_cast<std::uint64_t>(nbytes - leading_bytes<U>(c, prev, nbytes));
     prev = c;
   }
-  p.kind = static_cast<std::uint8_t>(len_bits);
+  p.kind = static_cast<std::uint8_t>(hd.len_bits);
   p.median = med;
   p.mid_bytes = mid;
   return p;
@@ -216,7 +248,7 @@ KOKKOS_INLINE_FUNCTION void encode_block(const In& x, std::uint64_t begin, std::
   U prev = 0;
   std::uint8_t acc = 0;
   for (std::uint32_t i = 0; i < len; ++i) {
-    const U c = to_bits(add_t(x(begin + i), -med)) >> shift;
+    const U c = code_of<T>(x(begin + i), med, shift);
     const int l = leading_bytes<U>(c, prev, nbytes);
     acc = static_cast<std::uint8_t>(acc | (l << (6 - 2 * (i & 3))));
     if ((i & 3) == 3 || i + 1 == len) {
@@ -277,7 +309,7 @@ KOKKOS_INLINE_FUNCTION void decode_block(const Bytes& lead, std::uint64_t lead_o
       c = l > 0 ? prev >> (8 * (nbytes - l)) : U(0);
       for (int k = l; k < nbytes; ++k) c = (c << 8) | static_cast<U>(mid(mid_off++));
     }
-    out(begin + i) = add_t(med, from_bits<T>(c << shift));
+    out(begin + i) = value_of<T>(c, med, shift);
     prev = c;
   }
 }
@@ -409,6 +441,232 @@ void decode(const ExecSpace& space, std::uint32_t block,
         } else {
           decode_block<T>(lead, lead_off(b), mid, mid_off(b), len, k, medians(b), out, begin);
         }
+      });
+}
+
+// ---- Team per block (the GPU layout of section V-B): a team reduces a block's
+// min and max, codes its values in parallel (a value's leading bytes depend
+// only on its own and its predecessor's code), and places mid-bytes by a team
+// prefix scan. Decompression replaces the serial byte chain by index
+// propagation (Figure 9): the source of leading byte k of value i is the last
+// value j < i whose own byte k was stored (lead_j <= k), found by one packed
+// prefix count per byte position and a compaction. Same bytes as above.
+// Blocks up to kMaxTeamBlock: team scratch holds 15 bytes per value.
+constexpr std::uint32_t kMaxTeamBlock = 1024;
+
+enum class Layout { ThreadPerBlock, TeamPerBlock };
+
+// Team per block on CUDA (coalesced), thread per block on CPUs (a block stays
+// in one core's cache). KSZ_SZX_LAYOUT=thread|team overrides, for tests and
+// benchmarks; both write the same bytes.
+template <class ExecSpace>
+Layout choose_layout(std::uint32_t block, std::uint64_t nb) {
+  if (block > kMaxTeamBlock || nb >= (std::uint64_t(1) << 31)) return Layout::ThreadPerBlock;
+  if (const char* e = std::getenv("KSZ_SZX_LAYOUT")) {
+    if (std::string(e) == "team") return Layout::TeamPerBlock;
+    if (std::string(e) == "thread") return Layout::ThreadPerBlock;
+  }
+#ifdef KOKKOS_ENABLE_CUDA
+  if (std::is_same<ExecSpace, Kokkos::Cuda>::value) return Layout::TeamPerBlock;
+#endif
+  return Layout::ThreadPerBlock;
+}
+
+template <class ExecSpace>
+using TeamMember = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+
+template <class ExecSpace>
+Kokkos::TeamPolicy<ExecSpace> team_policy(const ExecSpace& space, std::uint64_t nb, std::uint32_t block,
+                                          std::size_t scratch_per_value) {
+#ifdef KOKKOS_ENABLE_CUDA
+  if (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    const int ts = block >= 256 ? 256 : (block >= 128 ? 128 : (block >= 64 ? 64 : 32));
+    return Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), ts)
+        .set_scratch_size(0, Kokkos::PerTeam(scratch_per_value * block + 64));
+  }
+#endif
+  // On CPUs the team layout is for checking only, one thread per team (two
+  // per team on OpenMP also pass, but spin at barriers on a loaded machine).
+  return Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), 1)
+      .set_scratch_size(0, Kokkos::PerTeam(scratch_per_value * block + 64));
+}
+
+template <class ExecSpace, class T>
+void plan_team(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+               std::uint32_t block, double bound, Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> kinds,
+               Kokkos::View<T*, typename ExecSpace::memory_space> medians,
+               Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> mid_count) {
+  using U = typename Bits<T>::U;
+  const std::uint64_t n = in.extent(0), nb = kinds.extent(0);
+  Kokkos::parallel_for(
+      "ksz::szx::plan_team", team_policy(space, nb, block, 0), KOKKOS_LAMBDA(const TeamMember<ExecSpace>& t) {
+        const std::uint64_t b = t.league_rank(), begin = b * block;
+        const std::uint32_t len = block_len(b, n, block);
+        T mn, mx;
+        int bad = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t i, T& m) { m = in(begin + i) < m ? in(begin + i) : m; },
+            Kokkos::Min<T>(mn));
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t i, T& m) { m = in(begin + i) > m ? in(begin + i) : m; },
+            Kokkos::Max<T>(mx));
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, len),
+            [&](const std::uint32_t i, int& a) { a += (in(begin + i) - in(begin + i) == 0) ? 0 : 1; }, bad);
+        std::uint8_t kind = kVerbatim;
+        T med = T(0);
+        std::uint64_t mid = 0;
+        if (bad == 0) {
+          const BlockHead<T> hd = block_head<T>(mn, mx, bound);
+          if (hd.constant) {
+            kind = kConstant;
+            med = hd.median;
+          } else {
+            const int nbytes = bytes_of(hd.len_bits), shift = Bits<T>::kTotal - hd.len_bits;
+            const T m = hd.median;
+            std::uint64_t packed = 0;  // mid-bytes, plus 2^40 per value that misses the bound
+            Kokkos::parallel_reduce(
+                Kokkos::TeamThreadRange(t, len),
+                [&](const std::uint32_t i, std::uint64_t& a) {
+                  const T v = in(begin + i);
+                  const U c = code_of<T>(v, m, shift);
+                  const U p = i > 0 ? code_of<T>(in(begin + i - 1), m, shift) : U(0);
+                  const bool ok = within(static_cast<double>(v), static_cast<double>(value_of<T>(c, m, shift)), bound);
+                  a += static_cast<std::uint64_t>(nbytes - leading_bytes<U>(c, p, nbytes)) +
+                       (ok ? 0 : (std::uint64_t(1) << 40));
+                },
+                packed);
+            if (packed < (std::uint64_t(1) << 40)) {
+              kind = static_cast<std::uint8_t>(hd.len_bits);
+              med = m;
+              mid = packed;
+            }
+          }
+        }
+        Kokkos::single(Kokkos::PerTeam(t), [&]() {
+          kinds(b) = kind;
+          medians(b) = med;
+          mid_count(b) = mid;
+        });
+      });
+}
+
+template <class ExecSpace, class T>
+void encode_team(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                 std::uint32_t block, Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> kinds,
+                 Kokkos::View<const T*, typename ExecSpace::memory_space> medians,
+                 Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> lead_off,
+                 Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> mid_off,
+                 Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> verb_off,
+                 Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> lead,
+                 Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> mid,
+                 Kokkos::View<T*, typename ExecSpace::memory_space> verb) {
+  using U = typename Bits<T>::U;
+  const std::uint64_t n = in.extent(0), nb = kinds.extent(0);
+  Kokkos::parallel_for(
+      "ksz::szx::encode_team", team_policy(space, nb, block, 0), KOKKOS_LAMBDA(const TeamMember<ExecSpace>& t) {
+        const std::uint64_t b = t.league_rank(), begin = b * block;
+        const std::uint32_t len = block_len(b, n, block);
+        const std::uint8_t k = kinds(b);
+        if (k == kVerbatim) {
+          const std::uint64_t vo = verb_off(b);
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t i) { verb(vo + i) = in(begin + i); });
+          return;
+        }
+        if (k == kConstant) return;
+        const int nbytes = bytes_of(k), shift = Bits<T>::kTotal - k;
+        const T m = medians(b);
+        const std::uint64_t mo = mid_off(b), lo = lead_off(b);
+        Kokkos::parallel_scan(Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t i, std::uint64_t& run, const bool final) {
+          const U c = code_of<T>(in(begin + i), m, shift);
+          const U p = i > 0 ? code_of<T>(in(begin + i - 1), m, shift) : U(0);
+          const int l = leading_bytes<U>(c, p, nbytes);
+          if (final)
+            for (int q = l; q < nbytes; ++q) mid(mo + run + (q - l)) = static_cast<std::uint8_t>(c >> (8 * (nbytes - 1 - q)));
+          run += static_cast<std::uint64_t>(nbytes - l);
+        });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, (len + 3) / 4), [&](const std::uint32_t j) {
+          std::uint8_t acc = 0;
+          for (std::uint32_t i = 4 * j; i < 4 * j + 4 && i < len; ++i) {
+            const U c = code_of<T>(in(begin + i), m, shift);
+            const U p = i > 0 ? code_of<T>(in(begin + i - 1), m, shift) : U(0);
+            acc = static_cast<std::uint8_t>(acc | (leading_bytes<U>(c, p, nbytes) << (6 - 2 * (i & 3))));
+          }
+          lead(lo + j) = acc;
+        });
+      });
+}
+
+template <class ExecSpace, class T>
+void decode_team(const ExecSpace& space, std::uint32_t block,
+                 Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> kinds,
+                 Kokkos::View<const T*, typename ExecSpace::memory_space> medians,
+                 Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> lead_off,
+                 Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> mid_off,
+                 Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> verb_off,
+                 Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> lead,
+                 Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> mid,
+                 Kokkos::View<const T*, typename ExecSpace::memory_space> verb,
+                 Kokkos::View<T*, typename ExecSpace::memory_space> out) {
+  using U = typename Bits<T>::U;
+  using Scratch16 = Kokkos::View<std::uint16_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  using Scratch8 = Kokkos::View<std::uint8_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  const std::uint64_t n = out.extent(0), nb = kinds.extent(0);
+  // Per value: pos[3] and cnt[3] (u16), mid offset (u16), lead code (u8).
+  Kokkos::parallel_for(
+      "ksz::szx::decode_team", team_policy(space, nb, block, 15), KOKKOS_LAMBDA(const TeamMember<ExecSpace>& t) {
+        const std::uint64_t b = t.league_rank(), begin = b * block;
+        const std::uint32_t len = block_len(b, n, block);
+        const std::uint8_t k = kinds(b);
+        if (k == kVerbatim) {
+          const std::uint64_t vo = verb_off(b);
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t i) { out(begin + i) = verb(vo + i); });
+          return;
+        }
+        const T m = medians(b);
+        if (k == kConstant) {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t i) { out(begin + i) = m; });
+          return;
+        }
+        const int nbytes = bytes_of(k), shift = Bits<T>::kTotal - k;
+        const std::uint64_t mo = mid_off(b), lo = lead_off(b);
+        Scratch16 pos(t.team_scratch(0), 3 * block), cnt(t.team_scratch(0), 3 * block), off(t.team_scratch(0), block);
+        Scratch8 ld(t.team_scratch(0), block);
+        // One scan, four packed 16-bit sums: mid-bytes and, for k = 0..2, the
+        // values whose byte k is stored.
+        Kokkos::parallel_scan(Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t i, std::uint64_t& run, const bool final) {
+          const int l = (lead(lo + i / 4) >> (6 - 2 * (i & 3))) & 3;
+          if (final) {
+            ld(i) = static_cast<std::uint8_t>(l);
+            off(i) = static_cast<std::uint16_t>(run & 0xffff);
+            for (int q = 0; q < 3; ++q) {
+              const std::uint16_t c = static_cast<std::uint16_t>((run >> (16 * (q + 1))) & 0xffff);
+              cnt(q * block + i) = c;
+              if (l <= q) pos(q * block + c) = static_cast<std::uint16_t>(i);
+            }
+          }
+          run += static_cast<std::uint64_t>(nbytes - l) + (l <= 0 ? (std::uint64_t(1) << 16) : 0) +
+                 (l <= 1 ? (std::uint64_t(1) << 32) : 0) + (l <= 2 ? (std::uint64_t(1) << 48) : 0);
+        });
+        t.team_barrier();
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t i) {
+          const int l = ld(i);
+          U c = 0;
+          for (int q = 0; q < nbytes; ++q) {
+            std::uint8_t byte = 0;
+            if (q >= l) {
+              byte = mid(mo + off(i) + (q - l));
+            } else {
+              const std::uint16_t r = cnt(q * block + i);
+              if (r > 0) {
+                const std::uint16_t j = pos(q * block + r - 1);
+                byte = mid(mo + off(j) + (q - ld(j)));
+              }
+            }
+            c = (c << 8) | U(byte);
+          }
+          out(begin + i) = value_of<T>(c, m, shift);
+        });
       });
 }
 
