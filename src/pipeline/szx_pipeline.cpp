@@ -135,9 +135,20 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   KSZ_STREAM_CHECK(med_seg.size == nb * sizeof(T), "SZx medians segment has ", med_seg.size, " bytes, expected ",
                    nb * sizeof(T));
 
+  // Every segment to the device first (each bounded by the stream's own
+  // size), then the sizes the kinds and leading codes imply are checked there.
+  const auto& lead_seg = s.require(SegmentId::SzxLeadCodes);
+  const auto& mid_seg = s.require(SegmentId::SzxMidBytes);
+  const auto& verb_seg = s.require(SegmentId::SzxVerbatim);
+  KSZ_STREAM_CHECK(verb_seg.size % sizeof(T) == 0, "SZx verbatim segment is not whole values");
   StageTimer<ExecSpace> timer(space, report);
   const auto kinds = impl::to_device<std::uint8_t>(space, kinds_seg, nb, "SZx kinds");
   const auto medians = impl::to_device<T>(space, med_seg, nb, "SZx medians");
+  const auto lead = impl::to_device<std::uint8_t>(space, lead_seg, lead_seg.size, "SZx leading codes");
+  const auto mid = impl::to_device<std::uint8_t>(space, mid_seg, mid_seg.size, "SZx mid-bytes");
+  const auto verb = impl::to_device<T>(space, verb_seg, verb_seg.size / sizeof(T), "SZx verbatim");
+  timer.mark("copy to device");
+
   const Kokkos::View<const std::uint8_t*, Mem> kc = kinds;
   KSZ_STREAM_CHECK(szx::count_bad_kinds<ExecSpace>(space, kc, szx::Bits<T>::kSignExp, szx::Bits<T>::kTotal) == 0,
                    "SZx block kind out of range");
@@ -150,15 +161,16 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
         return szx::is_coded(kc(b)) ? (szx::block_len(b, n, block) + 3) / 4 : 0;
       },
       lead_off);
+  KSZ_STREAM_CHECK(lead_total == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
+                   " bytes, the block kinds say ", lead_total);
   const auto verb_total = szx::exclusive_offsets(
       space, nb,
       KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t {
         return kc(b) == szx::kVerbatim ? szx::block_len(b, n, block) : 0;
       },
       verb_off);
-  const auto lead = impl::to_device<std::uint8_t>(space, s.require(SegmentId::SzxLeadCodes), lead_total,
-                                                  "SZx leading codes");
-  const auto verb = impl::to_device<T>(space, s.require(SegmentId::SzxVerbatim), verb_total, "SZx verbatim");
+  KSZ_STREAM_CHECK(verb_total * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
+                   " bytes, the block kinds say ", verb_total * sizeof(T));
   Kokkos::View<std::uint64_t*, Mem> mid_count(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);
   KSZ_STREAM_CHECK(szx::count_mid_bytes<ExecSpace>(space, n, block, kc, lead_off, lead, mid_count) == 0,
@@ -166,8 +178,9 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const Kokkos::View<const std::uint64_t*, Mem> mc = mid_count;
   const auto mid_total = szx::exclusive_offsets(
       space, nb, KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t { return mc(b); }, mid_off);
-  const auto mid = impl::to_device<std::uint8_t>(space, s.require(SegmentId::SzxMidBytes), mid_total, "SZx mid-bytes");
-  timer.mark("copy to device");
+  KSZ_STREAM_CHECK(mid_total == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
+                   " bytes, the leading codes say ", mid_total);
+  timer.mark("offsets");
 
   out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
   if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock)
