@@ -182,7 +182,9 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
                    " bytes, the leading codes say ", mid_total);
   timer.mark("offsets");
 
-  out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
+  // A caller's buffer of the right size is reused (no allocation, no first-touch).
+  if (out.extent(0) != n || out.data() == nullptr)
+    out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
   if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock)
     szx::decode_team<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
   else
