@@ -9,6 +9,7 @@
 #include "src/pipeline/interp_pipeline.hpp"
 #include "src/pipeline/lorenzo_pipeline.hpp"
 #include "src/pipeline/pwrel_pipeline.hpp"
+#include "src/pipeline/szx_pipeline.hpp"
 
 #ifndef KSZ_GIT_REV
 #define KSZ_GIT_REV "unknown"
@@ -45,6 +46,8 @@ std::vector<std::uint8_t> compress_on(const ExecSpace& space, const void* data, 
       return pipeline::LorenzoPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
     case PredictorId::Interp:
       return pipeline::InterpPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
+    case PredictorId::SZx:
+      return pipeline::SzxPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
     default: break;
   }
   throw InvalidInput(impl::concat("predictor '", to_string(opt.predictor), "' is not available"));
@@ -63,6 +66,9 @@ void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Fiel
       break;
     case PredictorId::Interp:
       pipeline::InterpPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
+      break;
+    case PredictorId::SZx:
+      pipeline::SzxPipeline<ExecSpace>::template decompress<T>(space, parsed, out, report);
       break;
     default:
       throw CorruptStream(impl::concat("corrupt stream: predictor '", to_string(parsed.header.predictor),
@@ -142,12 +148,15 @@ void validate(DType dtype, const Dims& dims, const Options& opt) {
   KSZ_EXPECTS(opt.mode != ErrorMode::PW_REL || opt.bound < 1, "a point-wise relative bound must be below 1, got ",
               opt.bound);
   KSZ_EXPECTS(opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::ClassicLorenzo ||
-                  opt.predictor == PredictorId::Interp,
-              "predictor '", to_string(opt.predictor), "' is not available in this version (lorenzo, interp)");
+                  opt.predictor == PredictorId::Interp || opt.predictor == PredictorId::SZx,
+              "predictor '", to_string(opt.predictor), "' is not available in this version (lorenzo, interp, szx)");
   KSZ_EXPECTS(!opt.classic || opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::ClassicLorenzo,
               "the classic pipeline predicts with Lorenzo only");
-  KSZ_EXPECTS(opt.mode != ErrorMode::PW_REL || opt.predictor != PredictorId::Interp,
-              "pwrel is not available with the interp predictor yet (lorenzo, or --pipeline classic)");
+  KSZ_EXPECTS(opt.mode != ErrorMode::PW_REL || opt.predictor == PredictorId::Lorenzo ||
+                  opt.predictor == PredictorId::ClassicLorenzo,
+              "pwrel is available with the lorenzo predictor only (or --pipeline classic)");
+  KSZ_EXPECTS(opt.predictor != PredictorId::SZx || (opt.szx_block >= 1 && opt.szx_block <= 4096),
+              "SZx block size must be in [1, 4096], got ", opt.szx_block);
   KSZ_EXPECTS(opt.check_width >= 1, "check width must be at least 1");
   KSZ_EXPECTS(opt.radius >= 1 && opt.radius <= 32768, "radius must be in [1, 32768], got ", opt.radius);
   KSZ_EXPECTS(opt.huffman_chunk >= 1 && opt.huffman_chunk <= (1u << 24),

@@ -37,6 +37,9 @@ enum class Param : std::uint16_t {
   InterpAlpha = 33,         // f64: level-wise bound reduction alpha (>= 1)
   InterpOrder = 34,         // u32[3]: dimension pass order within a level
   InterpNatural = 35,       // u32[3]: per dimension, 1 = natural cubic, 0 = not-a-knot
+  SzxBlock = 16,           // u32: SZx block size, 1..4096
+  SzxConstantBlocks = 17,  // u64: informative
+  SzxVerbatimBlocks = 18,  // u64: informative
 };
 
 // Segment ids. Numeric values are part of the format.
@@ -53,6 +56,11 @@ enum class SegmentId : std::uint16_t {
   // PW_REL, FORMAT.md "PW_REL"
   PwInnerStream = 56,  // a whole ksz stream (ABS, f64) of the log2 field
   PwSignBits = 57,     // ceil(n/8) bytes, bit i%8 of byte i/8 = sign of element i
+  SzxKinds = 16,            // u8 per block: 0 constant, 255 verbatim, else required bits
+  SzxMedians = 17,          // f32 or f64 per block
+  SzxLeadCodes = 18,        // 2 bits per value of coded blocks
+  SzxMidBytes = 19,         // the committed bytes of coded blocks
+  SzxVerbatim = 20,         // f32 or f64 per value of verbatim blocks
 };
 
 struct Header {

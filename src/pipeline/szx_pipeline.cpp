@@ -1,0 +1,216 @@
+// SzxPipeline bodies and their explicit instantiation for every execution
+// space and value type.
+#include "src/pipeline/szx_pipeline.hpp"
+
+#include <cmath>
+
+#include "portable/predict/szx/szx.hpp"
+#include "src/pipeline/lorenzo_pipeline_impl.hpp"  // value_range, segment transfer helpers
+#include "src/pipeline/stage_timer.hpp"
+
+namespace ksz::pipeline {
+
+template <class ExecSpace>
+template <class T>
+std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
+                                                           const Dims& dims, const Options& opt, Report* report) {
+  using container::Param;
+  using container::SegmentId;
+  const std::uint64_t n = dims.count();
+  KSZ_EXPECTS(in.extent(0) == n, "input has ", in.extent(0), " elements, dims say ", n);
+  const std::uint32_t block = opt.szx_block;
+  KSZ_EXPECTS(block >= 1 && block <= szx::kMaxBlock, "SZx block size must be in [1, ", szx::kMaxBlock, "], got ",
+              block);
+  StageTimer<ExecSpace> timer(space, report);
+
+  const impl::Range range = impl::value_range<ExecSpace, T>(space, in);
+  double abs_bound = opt.bound;
+  if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
+  KSZ_EXPECTS(std::isfinite(abs_bound), "the resolved absolute bound overflows (", opt.bound,
+              " x value range); use a smaller bound or ABS");
+  timer.mark("value range");
+
+  const std::uint64_t nb = (n + block - 1) / block;
+  Kokkos::View<std::uint8_t*, Mem> kinds(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
+  Kokkos::View<T*, Mem> medians(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
+  Kokkos::View<std::uint64_t*, Mem> mid_count(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);
+  const szx::Layout layout = szx::choose_layout<ExecSpace>(block, nb);
+  if (layout == szx::Layout::TeamPerBlock)
+    szx::plan_team<ExecSpace, T>(space, in, block, abs_bound, kinds, medians, mid_count);
+  else
+    szx::plan<ExecSpace, T>(space, in, block, abs_bound, kinds, medians, mid_count);
+  timer.mark("block plan");
+
+  Kokkos::View<std::uint64_t*, Mem> lead_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead_off")), nb + 1);
+  Kokkos::View<std::uint64_t*, Mem> mid_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_off")), nb + 1);
+  Kokkos::View<std::uint64_t*, Mem> verb_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::verb_off")), nb + 1);
+  const Kokkos::View<const std::uint8_t*, Mem> kc = kinds;
+  const auto lead_total = szx::exclusive_offsets(
+      space, nb,
+      KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t {
+        return szx::is_coded(kc(b)) ? (szx::block_len(b, n, block) + 3) / 4 : 0;
+      },
+      lead_off);
+  const auto verb_total = szx::exclusive_offsets(
+      space, nb,
+      KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t {
+        return kc(b) == szx::kVerbatim ? szx::block_len(b, n, block) : 0;
+      },
+      verb_off);
+  const Kokkos::View<const std::uint64_t*, Mem> mc = mid_count;
+  const auto mid_total = szx::exclusive_offsets(
+      space, nb, KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t { return mc(b); }, mid_off);
+  timer.mark("offsets");
+
+  Kokkos::View<std::uint8_t*, Mem> lead(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead")), lead_total);
+  Kokkos::View<std::uint8_t*, Mem> mid(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid")), mid_total);
+  Kokkos::View<T*, Mem> verb(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::verbatim")), verb_total);
+  if (layout == szx::Layout::TeamPerBlock)
+    szx::encode_team<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
+  else
+    szx::encode<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
+  timer.mark("block encode");
+
+  const auto kinds_h = impl::to_host_bytes(kinds, nb);
+  const auto med_h = impl::to_host_bytes(medians, nb);
+  const auto lead_h = impl::to_host_bytes(lead, lead_total);
+  const auto mid_h = impl::to_host_bytes(mid, mid_total);
+  const auto verb_h = impl::to_host_bytes(verb, verb_total);
+  std::uint64_t n_const = 0, n_verb = 0;
+  for (auto k : kinds_h) {
+    n_const += k == szx::kConstant;
+    n_verb += k == szx::kVerbatim;
+  }
+
+  container::Header h;
+  h.dtype = impl::dtype_of<T>();
+  h.dims = dims;
+  h.mode = opt.mode;
+  h.predictor = PredictorId::SZx;
+  h.codec = CodecId::None;
+  h.user_bound = opt.bound;
+  h.abs_bound = abs_bound;
+  h.value_min = range.min;
+  h.value_max = range.max;
+  h.set_u32(Param::SzxBlock, block);
+  h.set_u64(Param::SzxConstantBlocks, n_const);
+  h.set_u64(Param::SzxVerbatimBlocks, n_verb);
+  auto stream = container::write(h, {{SegmentId::SzxKinds, kinds_h.data(), kinds_h.size()},
+                                     {SegmentId::SzxMedians, med_h.data(), med_h.size()},
+                                     {SegmentId::SzxLeadCodes, lead_h.data(), lead_h.size()},
+                                     {SegmentId::SzxMidBytes, mid_h.data(), mid_h.size()},
+                                     {SegmentId::SzxVerbatim, verb_h.data(), verb_h.size()}});
+  timer.mark("gather+container");
+  if (report) {
+    report->elements = n;
+    report->input_bytes = n * sizeof(T);
+    report->output_bytes = stream.size();
+    report->verbatim = verb_total;
+    report->abs_bound = abs_bound;
+    report->value_min = range.min;
+    report->value_max = range.max;
+  }
+  return stream;
+}
+
+template <class ExecSpace>
+template <class T>
+void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container::Parsed& s,
+                                        Kokkos::View<T*, Mem>& out, Report* report) {
+  using container::Param;
+  using container::SegmentId;
+  const container::Header& h = s.header;
+  KSZ_STREAM_CHECK(h.dtype == impl::dtype_of<T>(), "dtype mismatch");
+  KSZ_STREAM_CHECK(h.predictor == PredictorId::SZx && h.codec == CodecId::None, "not an SZx stream");
+  const std::uint64_t n = h.dims.count();
+  const std::uint32_t block = h.u32(Param::SzxBlock);
+  KSZ_STREAM_CHECK(block >= 1 && block <= szx::kMaxBlock, "SZx block size ", block, " out of range");
+  const std::uint64_t nb = (n + block - 1) / block;
+  // Sizes first: one kind byte and one median per block must be there before
+  // anything of the element count is allocated.
+  const auto& kinds_seg = s.require(SegmentId::SzxKinds);
+  KSZ_STREAM_CHECK(kinds_seg.size == nb, "SZx kinds segment has ", kinds_seg.size, " bytes, expected ", nb);
+  const auto& med_seg = s.require(SegmentId::SzxMedians);
+  KSZ_STREAM_CHECK(med_seg.size == nb * sizeof(T), "SZx medians segment has ", med_seg.size, " bytes, expected ",
+                   nb * sizeof(T));
+
+  // Every segment to the device first (each bounded by the stream's own
+  // size), then the sizes the kinds and leading codes imply are checked there.
+  const auto& lead_seg = s.require(SegmentId::SzxLeadCodes);
+  const auto& mid_seg = s.require(SegmentId::SzxMidBytes);
+  const auto& verb_seg = s.require(SegmentId::SzxVerbatim);
+  KSZ_STREAM_CHECK(verb_seg.size % sizeof(T) == 0, "SZx verbatim segment is not whole values");
+  StageTimer<ExecSpace> timer(space, report);
+  const auto kinds = impl::to_device<std::uint8_t>(space, kinds_seg, nb, "SZx kinds");
+  const auto medians = impl::to_device<T>(space, med_seg, nb, "SZx medians");
+  const auto lead = impl::to_device<std::uint8_t>(space, lead_seg, lead_seg.size, "SZx leading codes");
+  const auto mid = impl::to_device<std::uint8_t>(space, mid_seg, mid_seg.size, "SZx mid-bytes");
+  const auto verb = impl::to_device<T>(space, verb_seg, verb_seg.size / sizeof(T), "SZx verbatim");
+  timer.mark("copy to device");
+
+  const Kokkos::View<const std::uint8_t*, Mem> kc = kinds;
+  KSZ_STREAM_CHECK(szx::count_bad_kinds<ExecSpace>(space, kc, szx::Bits<T>::kSignExp, szx::Bits<T>::kTotal) == 0,
+                   "SZx block kind out of range");
+  Kokkos::View<std::uint64_t*, Mem> lead_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead_off")), nb + 1);
+  Kokkos::View<std::uint64_t*, Mem> mid_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_off")), nb + 1);
+  Kokkos::View<std::uint64_t*, Mem> verb_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::verb_off")), nb + 1);
+  const auto lead_total = szx::exclusive_offsets(
+      space, nb,
+      KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t {
+        return szx::is_coded(kc(b)) ? (szx::block_len(b, n, block) + 3) / 4 : 0;
+      },
+      lead_off);
+  KSZ_STREAM_CHECK(lead_total == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
+                   " bytes, the block kinds say ", lead_total);
+  const auto verb_total = szx::exclusive_offsets(
+      space, nb,
+      KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t {
+        return kc(b) == szx::kVerbatim ? szx::block_len(b, n, block) : 0;
+      },
+      verb_off);
+  KSZ_STREAM_CHECK(verb_total * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
+                   " bytes, the block kinds say ", verb_total * sizeof(T));
+  Kokkos::View<std::uint64_t*, Mem> mid_count(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);
+  KSZ_STREAM_CHECK(szx::count_mid_bytes<ExecSpace>(space, n, block, kc, lead_off, lead, mid_count) == 0,
+                   "SZx leading code longer than its value");
+  const Kokkos::View<const std::uint64_t*, Mem> mc = mid_count;
+  const auto mid_total = szx::exclusive_offsets(
+      space, nb, KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t { return mc(b); }, mid_off);
+  KSZ_STREAM_CHECK(mid_total == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
+                   " bytes, the leading codes say ", mid_total);
+  timer.mark("offsets");
+
+  // A caller's buffer of the right size is reused (no allocation, no first-touch).
+  if (out.extent(0) != n || out.data() == nullptr)
+    out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
+  if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock)
+    szx::decode_team<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
+  else
+    szx::decode<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
+  timer.mark("block decode");
+  if (report) {
+    report->elements = n;
+    report->input_bytes = n * sizeof(T);
+    report->verbatim = verb_total;
+    report->abs_bound = h.abs_bound;
+    report->value_min = h.value_min;
+    report->value_max = h.value_max;
+  }
+}
+
+#define KSZ_INSTANTIATE_SZX(Space)                                                                             \
+  template struct SzxPipeline<Space>;                                                                          \
+  template std::vector<std::uint8_t> SzxPipeline<Space>::compress<float>(                                      \
+      const Space&, Kokkos::View<const float*, Space::memory_space>, const Dims&, const Options&, Report*);    \
+  template std::vector<std::uint8_t> SzxPipeline<Space>::compress<double>(                                     \
+      const Space&, Kokkos::View<const double*, Space::memory_space>, const Dims&, const Options&, Report*);   \
+  template void SzxPipeline<Space>::decompress<float>(const Space&, const container::Parsed&,                  \
+                                                      Kokkos::View<float*, Space::memory_space>&, Report*);    \
+  template void SzxPipeline<Space>::decompress<double>(const Space&, const container::Parsed&,                 \
+                                                       Kokkos::View<double*, Space::memory_space>&, Report*);
+KSZ_FOR_EACH_EXEC_SPACE(KSZ_INSTANTIATE_SZX)
+#undef KSZ_INSTANTIATE_SZX
+
+}  // namespace ksz::pipeline

@@ -1,0 +1,346 @@
+// SZx end to end: the bound on every element for every pattern, block size,
+// type and mode; constant, noisy and fill-value blocks; identical bytes on
+// every backend; hostile streams rejected with CorruptStream.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "src/api/ksz.hpp"
+#include "src/container/container.hpp"
+#include "tests/common/backends.hpp"
+#include "tests/common/fields.hpp"
+
+namespace ksz::test {
+namespace {
+
+template <class Space>
+class Szx : public ::testing::Test {};
+TYPED_TEST_SUITE(Szx, ExecSpaces, ExecSpaceName);
+
+template <class T>
+constexpr DType dt() {
+  return sizeof(T) == 8 ? DType::F64 : DType::F32;
+}
+
+template <class T>
+std::vector<std::uint8_t> szx_round_trip(Backend b, const std::vector<T>& in, const Dims& d, ErrorMode mode,
+                                         double bound, std::uint32_t block, Report* rep_out = nullptr) {
+  Options opt;
+  opt.predictor = PredictorId::SZx;
+  opt.mode = mode;
+  opt.bound = bound;
+  opt.backend = b;
+  opt.szx_block = block;
+  Report rep;
+  auto stream = compress(in.data(), dt<T>(), d, opt, &rep);
+  const Field f = decompress(stream.data(), stream.size(), b);
+  EXPECT_EQ(f.dims.count(), d.count());
+  EXPECT_EQ(f.bytes.size(), in.size() * sizeof(T));
+  if (mode == ErrorMode::ABS) EXPECT_EQ(rep.abs_bound, bound);
+  EXPECT_TRUE(within_bound(in.data(), reinterpret_cast<const T*>(f.bytes.data()), in.size(), rep.abs_bound))
+      << d.str() << " mode " << to_string(mode) << " bound " << bound << " block " << block;
+  if (rep_out) *rep_out = rep;
+  return stream;
+}
+
+const std::vector<std::vector<std::uint64_t>> kShapes = {{1}, {1000}, {33, 17, 9}};
+
+TYPED_TEST(Szx, BoundOnEveryElementF32) {
+  const Backend b = backend_of<TypeParam>();
+  for (const auto& s : kShapes)
+    for (Pattern p : {Pattern::Smooth, Pattern::Noisy, Pattern::Constant, Pattern::Spiky, Pattern::Fill, Pattern::Ramp})
+      for (ErrorMode m : {ErrorMode::ABS, ErrorMode::REL})
+        for (double e : {1e-2, 1e-6}) {
+          SCOPED_TRACE(name(p));
+          szx_round_trip<float>(b, make_field<float>(p, dims_of(s)), dims_of(s), m, e, 128);
+        }
+}
+
+TYPED_TEST(Szx, BoundOnEveryElementF64) {
+  const Backend b = backend_of<TypeParam>();
+  for (const auto& s : kShapes)
+    for (Pattern p : {Pattern::Smooth, Pattern::Noisy, Pattern::Constant, Pattern::Spiky, Pattern::Fill, Pattern::Ramp})
+      for (ErrorMode m : {ErrorMode::ABS, ErrorMode::REL})
+        for (double e : {1e-3, 1e-14}) {
+          SCOPED_TRACE(name(p));
+          szx_round_trip<double>(b, make_field<double>(p, dims_of(s)), dims_of(s), m, e, 128);
+        }
+}
+
+TYPED_TEST(Szx, BlockSizes) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({50, 41, 7});
+  for (Pattern p : {Pattern::Smooth, Pattern::Noisy, Pattern::Fill})
+    for (std::uint32_t block : {1u, 8u, 16u, 31u, 64u, 128u, 256u, 1000u, 1024u, 4096u}) {
+      SCOPED_TRACE(name(p));
+      szx_round_trip<float>(b, make_field<float>(p, d), d, ErrorMode::REL, 1e-3, block);
+      szx_round_trip<double>(b, make_field<double>(p, d), d, ErrorMode::ABS, 1e-5, block);
+    }
+}
+
+// A constant field is all constant blocks: one kind byte and one median each.
+TYPED_TEST(Szx, ConstantBlocksAreOneMedian) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({128 * 1000});
+  Report rep;
+  const auto s = szx_round_trip<float>(b, make_field<float>(Pattern::Constant, d), d, ErrorMode::ABS, 1e-3, 128, &rep);
+  const auto i = inspect(s.data(), s.size());
+  EXPECT_EQ(i.predictor, PredictorId::SZx);
+  EXPECT_LT(s.size(), 1000u * 5 + 1024);  // 5 bytes per block plus header and table
+  EXPECT_EQ(rep.verbatim, 0u);
+}
+
+// A smooth field mostly compresses; a noisy one at a tight bound still holds it.
+TYPED_TEST(Szx, SmoothFieldCompresses) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({64, 64, 32});
+  const auto in = make_field<float>(Pattern::Smooth, d);
+  const auto s = szx_round_trip<float>(b, in, d, ErrorMode::REL, 1e-3, 128);
+  EXPECT_GT(double(in.size() * 4) / double(s.size()), 2.0);
+}
+
+// NaN, Inf, extreme and subnormal values: their blocks go verbatim, bit-exact.
+TYPED_TEST(Szx, NonFiniteAndExtremeValues) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({40, 30});
+  auto in = make_field<float>(Pattern::Smooth, d);
+  in[0] = std::numeric_limits<float>::quiet_NaN();
+  in[300] = std::numeric_limits<float>::infinity();
+  in[777] = -std::numeric_limits<float>::infinity();
+  in[1000] = std::numeric_limits<float>::max();
+  in[1001] = -std::numeric_limits<float>::max();
+  in[1100] = std::numeric_limits<float>::denorm_min();
+  for (double e : {1e-30, 1e-9, 1e-3, 1.0, 1e30, 1e300})
+    for (ErrorMode m : {ErrorMode::ABS, ErrorMode::REL}) {
+      Report rep;
+      if (m == ErrorMode::REL && e > 1e200) {  // range x bound overflows: refused up front
+        Options opt;
+        opt.predictor = PredictorId::SZx;
+        opt.mode = m;
+        opt.bound = e;
+        opt.backend = b;
+        EXPECT_THROW(compress(in.data(), DType::F32, d, opt), InvalidInput);
+        continue;
+      }
+      szx_round_trip<float>(b, in, d, m, e, 128, &rep);
+      EXPECT_GE(rep.verbatim, 3u * 128u);
+    }
+  auto in64 = make_field<double>(Pattern::Ramp, d);
+  in64[5] = std::numeric_limits<double>::quiet_NaN();
+  in64[200] = std::numeric_limits<double>::max();
+  in64[201] = -std::numeric_limits<double>::max();
+  in64[600] = std::numeric_limits<double>::denorm_min();
+  for (double e : {1e-300, 1e-12, 1.0, 1e300}) szx_round_trip<double>(b, in64, d, ErrorMode::ABS, e, 64);
+}
+
+// Same bytes as the Serial reference, compressing and decompressing.
+TYPED_TEST(Szx, IdenticalBytesAcrossBackends) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({70, 50, 9});
+  for (Pattern p : {Pattern::Noisy, Pattern::Spiky, Pattern::Fill}) {
+    const auto in = make_field<float>(p, d);
+    const auto in64 = make_field<double>(p, d);
+    for (std::uint32_t block : {8u, 128u, 1024u}) {
+      const auto mine = szx_round_trip<float>(b, in, d, ErrorMode::REL, 1e-4, block);
+      const auto ref = szx_round_trip<float>(Backend::Serial, in, d, ErrorMode::REL, 1e-4, block);
+      EXPECT_EQ(mine, ref) << name(p) << " block " << block;
+      const auto mine64 = szx_round_trip<double>(b, in64, d, ErrorMode::ABS, 1e-9, block);
+      const auto ref64 = szx_round_trip<double>(Backend::Serial, in64, d, ErrorMode::ABS, 1e-9, block);
+      EXPECT_EQ(mine64, ref64) << name(p) << " block " << block;
+      const Field fa = decompress(ref.data(), ref.size(), b), fb = decompress(ref.data(), ref.size(), Backend::Serial);
+      EXPECT_EQ(fa.bytes, fb.bytes);
+    }
+  }
+}
+
+// Team per block (the GPU layout, Figure 9 index propagation) writes and
+// reads the same bytes as thread per block, here on this backend.
+struct LayoutEnv {
+  explicit LayoutEnv(const char* v) { setenv("KSZ_SZX_LAYOUT", v, 1); }
+  ~LayoutEnv() { unsetenv("KSZ_SZX_LAYOUT"); }
+};
+
+TYPED_TEST(Szx, TeamLayoutSameBytes) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({70, 50, 9});
+  for (Pattern p : {Pattern::Noisy, Pattern::Spiky, Pattern::Fill}) {
+    const auto in = make_field<float>(p, d);
+    const auto in64 = make_field<double>(p, d);
+    for (std::uint32_t block : {1u, 33u, 128u, 1024u})
+      for (double e : {1e-4}) {
+        SCOPED_TRACE(name(p));
+        std::vector<std::uint8_t> thread32, team32, thread64, team64;
+        {
+          LayoutEnv env("thread");
+          thread32 = szx_round_trip<float>(b, in, d, ErrorMode::REL, e, block);
+          thread64 = szx_round_trip<double>(b, in64, d, ErrorMode::REL, e * 1e-6, block);
+        }
+        LayoutEnv env("team");
+        team32 = szx_round_trip<float>(b, in, d, ErrorMode::REL, e, block);
+        team64 = szx_round_trip<double>(b, in64, d, ErrorMode::REL, e * 1e-6, block);
+        EXPECT_EQ(thread32, team32) << "block " << block << " e " << e;
+        EXPECT_EQ(thread64, team64) << "block " << block << " e " << e;
+      }
+  }
+}
+
+// ---- Hostile streams: rebuilt with valid checksums so the SZx decoder's own
+// checks, not the container's CRC, must catch them.
+struct Parts {
+  container::Header h;
+  std::vector<std::pair<container::SegmentId, std::vector<std::uint8_t>>> segs;
+  std::vector<std::uint8_t> write() const {
+    std::vector<container::Segment> v;
+    for (const auto& s : segs) v.push_back({s.first, s.second.data(), s.second.size()});
+    return container::write(h, v);
+  }
+  std::vector<std::uint8_t>& seg(container::SegmentId id) {
+    for (auto& s : segs)
+      if (s.first == id) return s.second;
+    throw std::logic_error("no segment");
+  }
+};
+
+Parts split(const std::vector<std::uint8_t>& s) {
+  const auto p = container::read(s.data(), s.size());
+  Parts out{p.header, {}};
+  for (const auto& seg : p.segments) out.segs.push_back({seg.id, std::vector<std::uint8_t>(seg.data, seg.data + seg.size)});
+  return out;
+}
+
+TYPED_TEST(Szx, HostileStreamsRejected) {
+  using container::Param;
+  using container::SegmentId;
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({1000});
+  auto in = make_field<float>(Pattern::Noisy, d);
+  in[900] = std::numeric_limits<float>::quiet_NaN();  // one verbatim block
+  for (std::size_t i = 0; i < 128; ++i) in[i] = 1.5f;  // one constant block
+  Options opt;
+  opt.predictor = PredictorId::SZx;
+  opt.mode = ErrorMode::ABS;
+  opt.bound = 1e-3;
+  opt.backend = b;
+  const auto good = compress(in.data(), DType::F32, d, opt);
+  ASSERT_NO_THROW(decompress(good.data(), good.size(), b));
+  const Parts base = split(good);
+  auto expect_corrupt = [&](const Parts& p, const char* what) {
+    const auto s = p.write();
+    EXPECT_THROW(decompress(s.data(), s.size(), b), CorruptStream) << what;
+  };
+  {  // every truncation
+    for (std::size_t len = 0; len < good.size(); len += 7)
+      EXPECT_THROW(decompress(good.data(), len, b), CorruptStream) << len;
+  }
+  for (std::uint32_t blk : {0u, 4097u, 64u, 1u << 31}) {
+    Parts p = base;
+    p.h.set_u32(Param::SzxBlock, blk);
+    expect_corrupt(p, "block size");
+  }
+  {
+    Parts p = base;
+    p.h.params.erase(std::uint16_t(Param::SzxBlock));
+    expect_corrupt(p, "missing block size");
+  }
+  {  // header claims far more elements than the kinds segment covers
+    Parts p = base;
+    p.h.dims.n[0] = std::uint64_t(1) << 40;
+    expect_corrupt(p, "lying element count");
+  }
+  for (std::uint8_t k : {1, 8, 33, 254}) {
+    Parts p = base;
+    p.seg(SegmentId::SzxKinds)[2] = k;
+    expect_corrupt(p, "kind byte");
+  }
+  {  // a coded block turned verbatim: verbatim segment too short
+    Parts p = base;
+    auto& kinds = p.seg(SegmentId::SzxKinds);
+    for (auto& k : kinds)
+      if (k != 0 && k != 255) {
+        k = 255;
+        break;
+      }
+    expect_corrupt(p, "kind changed");
+  }
+  for (SegmentId id : {SegmentId::SzxKinds, SegmentId::SzxMedians, SegmentId::SzxLeadCodes, SegmentId::SzxMidBytes,
+                       SegmentId::SzxVerbatim}) {
+    Parts p = base;
+    p.seg(id).push_back(0);
+    expect_corrupt(p, "segment one byte long");
+    Parts q = base;
+    q.seg(id).pop_back();
+    expect_corrupt(q, "segment one byte short");
+    Parts r = base;
+    r.segs.erase(std::find_if(r.segs.begin(), r.segs.end(), [&](const auto& s) { return s.first == id; }));
+    expect_corrupt(r, "segment missing");
+  }
+  {  // leading codes changed: the mid-byte count no longer matches
+    Parts p = base;
+    for (auto& c : p.seg(SegmentId::SzxLeadCodes)) c = 0;
+    expect_corrupt(p, "leading codes");
+  }
+  {  // a leading code longer than the value (3 > 2 bytes) in a 9..16-bit block
+    Parts p = base;
+    auto& kinds = p.seg(SegmentId::SzxKinds);
+    for (auto& k : kinds)
+      if (k != 0 && k != 255) k = 16;
+    for (auto& c : p.seg(SegmentId::SzxLeadCodes)) c = 0xFF;
+    expect_corrupt(p, "impossible leading code");
+  }
+  {  // an f64 stream read as f32
+    Parts p = base;
+    p.h.dtype = DType::F64;
+    expect_corrupt(p, "dtype");
+  }
+}
+
+TYPED_TEST(Szx, InvalidOptionsRejected) {
+  const Dims d = dims_of({100});
+  const auto in = make_field<float>(Pattern::Smooth, d);
+  Options opt;
+  opt.predictor = PredictorId::SZx;
+  opt.backend = backend_of<TypeParam>();
+  for (std::uint32_t blk : {0u, 4097u}) {
+    opt.szx_block = blk;
+    EXPECT_THROW(compress(in.data(), DType::F32, d, opt), InvalidInput) << blk;
+  }
+}
+
+// Every real field in ../shared/data at REL 1e-2..1e-4 (skipped without it),
+// on Serial: the bytes are the same on every backend (tested above).
+TEST(SzxSharedData, BoundOnEveryElementOfEveryField) {
+  std::ifstream man(std::string(KSZ_SHARED_DATA_DIR) + "/MANIFEST.tsv");
+  if (!man) GTEST_SKIP() << "no ../shared/data beside the checkout";
+  std::string line;
+  std::getline(man, line);
+  while (std::getline(man, line)) {
+    std::istringstream ls(line);
+    std::string path, bytes, dtype, dims;
+    std::getline(ls, path, '\t');
+    std::getline(ls, bytes, '\t');
+    std::getline(ls, dtype, '\t');
+    std::getline(ls, dims, '\t');
+    std::ifstream f(std::string(KSZ_SHARED_DATA_DIR) + "/" + path, std::ios::binary);
+    ASSERT_TRUE(f) << path;
+    std::vector<char> raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const bool f64 = dtype == "f64";
+    const std::uint64_t n = raw.size() / (f64 ? 8 : 4);
+    const Dims d = dims_of({n});
+    for (double rel : {1e-2, 1e-3, 1e-4}) {
+      SCOPED_TRACE(path);
+      if (f64) {
+        std::vector<double> v(n);
+        std::memcpy(v.data(), raw.data(), n * 8);
+        szx_round_trip<double>(Backend::Serial, v, d, ErrorMode::REL, rel, 128);
+      } else {
+        std::vector<float> v(n);
+        std::memcpy(v.data(), raw.data(), n * 4);
+        szx_round_trip<float>(Backend::Serial, v, d, ErrorMode::REL, rel, 128);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ksz::test
