@@ -22,29 +22,57 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.mem --f
 nproc
 cuobjdump --list-elf .gpu/ksz-cuda 2>/dev/null | head -3
 
-if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  step "CUDA test suite"
-  .gpu/ksz_tests-cuda --gtest_brief=1 2>&1 | tail -25 | tee "$OUT/tests_cuda.txt"
+PART=${PART:-all}
+part() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
+
+if part 1; then
+  if [ "${SKIP_TESTS:-0}" != 1 ]; then
+    step "CUDA test suite"
+    .gpu/ksz_tests-cuda --gtest_brief=1 2>&1 | tail -25 | tee "$OUT/tests_cuda.txt"
+  fi
+
+  step "main job on the GPU"
+  build-cuda/ksz demo -d "$DIMS" 2>&1 | tee "$OUT/demo_cuda.txt"
+
+  for rel in 1e-4 1e-3; do
+    step "bench CUDA $DIMS REL $rel (specialized)"
+    .gpu/bench_lorenzo-cuda --dims "$DIMS" --rel $rel --reps 5 --backend cuda --json "$OUT/bench_cuda_$rel.json"
+    step "bench CUDA $DIMS REL $rel (portable only)"
+    KSZ_PORTABLE_ONLY=1 .gpu/bench_lorenzo-cuda --dims "$DIMS" --rel $rel --reps 5 --backend cuda \
+      --json "$OUT/bench_cuda_portable_$rel.json"
+  done
+
+  step "CUDA bytes == OpenMP bytes on $DIMS"
+  build-cuda/ksz gen -o /tmp/f.f32 -t f32 -d "$DIMS"
+  build-cuda/ksz compress -i /tmp/f.f32 -o /tmp/f_cuda.ksz -t f32 -d "$DIMS" -e 1e-4
+  OMP_NUM_THREADS=16 build-openmp/ksz compress -i /tmp/f.f32 -o /tmp/f_omp.ksz -t f32 -d "$DIMS" -e 1e-4
+  cmp /tmp/f_cuda.ksz /tmp/f_omp.ksz && echo "IDENTICAL BYTES ($(stat -c %s /tmp/f_cuda.ksz) bytes)"
+  build-openmp/ksz decompress -i /tmp/f_cuda.ksz -o /tmp/g_omp.f32
+  build-cuda/ksz decompress -i /tmp/f_omp.ksz -o /tmp/g_cuda.f32
+  cmp /tmp/g_omp.f32 /tmp/g_cuda.f32 && echo "IDENTICAL DECOMPRESSED BYTES"
 fi
 
-step "main job on the GPU"
-build-cuda/ksz demo -d "$DIMS" 2>&1 | tee "$OUT/demo_cuda.txt"
+if part 2; then
+  step "bench SZx CUDA $DIMS REL 1e-3"
+  .gpu/bench_szx-cuda --dims "$DIMS" --rel 1e-3 --block 128 --reps 5 --backend cuda --json "$OUT/szx_cuda_1e-3.json"
+  step "bench interp CUDA $DIMS REL 1e-3"
+  .gpu/bench_interp-cuda --dims "$DIMS" --rel 1e-3 --reps 3 --backend cuda --json "$OUT/interp_cuda_1e-3.json"
+  step "bench metrics CUDA $DIMS"
+  .gpu/bench_metrics-cuda --dims "$DIMS" --reps 5 --backend cuda --json "$OUT/metrics_cuda.json"
+  step "bench metrics OpenMP 16 threads $DIMS"
+  OMP_NUM_THREADS=16 .gpu/bench_metrics-omp --dims "$DIMS" --reps 2 --backend openmp --json "$OUT/metrics_omp16.json"
+  step "bench SZx OpenMP 16/1 threads $DIMS REL 1e-3"
+  OMP_NUM_THREADS=16 .gpu/bench_szx-omp --dims "$DIMS" --rel 1e-3 --reps 3 --backend openmp --json "$OUT/szx_omp16.json"
+  OMP_NUM_THREADS=1 .gpu/bench_szx-omp --dims "$DIMS" --rel 1e-3 --reps 1 --backend openmp --json "$OUT/szx_omp1.json"
+fi
 
-for rel in 1e-4 1e-3; do
-  step "bench CUDA $DIMS REL $rel"
-  .gpu/bench_lorenzo-cuda --dims "$DIMS" --rel $rel --reps 5 --backend cuda --json "$OUT/bench_cuda_$rel.json"
-done
-for t in ${OMP_BENCH_THREADS:-16 1}; do
-  step "bench OpenMP $t threads $DIMS REL 1e-4"
-  OMP_NUM_THREADS=$t .gpu/bench_lorenzo-omp --dims "$DIMS" --rel 1e-4 --reps $([ $t = 1 ] && echo 1 || echo 3) \
-    --backend openmp --json "$OUT/bench_omp${t}_1e-4.json"
-done
-
-step "CUDA bytes == OpenMP bytes on $DIMS"
-build-cuda/ksz gen -o /tmp/f.f32 -t f32 -d "$DIMS"
-build-cuda/ksz compress -i /tmp/f.f32 -o /tmp/f_cuda.ksz -t f32 -d "$DIMS" -e 1e-4
-OMP_NUM_THREADS=16 build-openmp/ksz compress -i /tmp/f.f32 -o /tmp/f_omp.ksz -t f32 -d "$DIMS" -e 1e-4
-cmp /tmp/f_cuda.ksz /tmp/f_omp.ksz && echo "IDENTICAL BYTES ($(stat -c %s /tmp/f_cuda.ksz) bytes)"
-build-openmp/ksz decompress -i /tmp/f_cuda.ksz -o /tmp/g_omp.f32
-build-cuda/ksz decompress -i /tmp/f_omp.ksz -o /tmp/g_cuda.f32
-cmp /tmp/g_omp.f32 /tmp/g_cuda.f32 && echo "IDENTICAL DECOMPRESSED BYTES"
+if part 3; then
+  for t in ${OMP_BENCH_THREADS:-16 1}; do
+    step "bench OpenMP $t threads $DIMS REL 1e-4"
+    OMP_NUM_THREADS=$t .gpu/bench_lorenzo-omp --dims "$DIMS" --rel 1e-4 --reps $([ $t = 1 ] && echo 1 || echo 3) \
+      --backend openmp --json "$OUT/bench_omp${t}_1e-4.json"
+  done
+  step "ParaSZ classic pipeline and PW_REL on the host cores"
+  mkdir -p build-openmp/perf && cp .gpu/bench_parasz-omp build-openmp/perf/bench_parasz
+  perf/parasz/run_parasz.sh build-openmp 2>&1 | tee "$OUT/parasz.txt"
+fi

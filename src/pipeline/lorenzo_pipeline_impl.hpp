@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
+#include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/encode/huffman/huffman.hpp"
 #include "portable/histogram/histogram.hpp"
@@ -63,17 +65,27 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   lorenzo::default_chunk(shape.rank, chunk);
   const lorenzo::Geometry g = geometry(dims, chunk);
 
-  Kokkos::View<std::int32_t*, Mem> q(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::q"), n);
-  const std::uint64_t n_verbatim = lorenzo::prequantize<ExecSpace, T>(space, in, qp, q);
-  timer.mark("prequantize");
-
-  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
-  lorenzo::predict_quantize<ExecSpace>(space, g, q, opt.radius, codes);
-  timer.mark("predict+quantize");
-
   const std::uint32_t nsym = 2 * opt.radius;
+  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
   Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
-  histogram::histogram<ExecSpace>(space, codes, hist, opt.radius);
+  Kokkos::View<std::int32_t*, Mem> q;  // stays empty on the fused path
+  std::uint64_t n_verbatim = 0;
+  bool fused = false;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    fused = cuda_spec::lorenzo_fused_compress<T>(space, in.data(), {g.n0, g.n1, g.n2, g.c0, g.c1, g.c2}, qp,
+                                                 opt.radius, codes.data(), hist.data(), n_verbatim);
+#endif
+  if (fused) {
+    timer.mark("prequant+predict+histogram (fused)");
+  } else {
+    q = Kokkos::View<std::int32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::q"), n);
+    n_verbatim = lorenzo::prequantize<ExecSpace, T>(space, in, qp, q);
+    timer.mark("prequantize");
+    lorenzo::predict_quantize<ExecSpace>(space, g, q, opt.radius, codes);
+    timer.mark("predict+quantize");
+    histogram::histogram<ExecSpace>(space, codes, hist, opt.radius);
+  }
   auto hist_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
   timer.mark("histogram");
   const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
@@ -103,9 +115,16 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const Kokkos::View<const std::int32_t*, Mem> qc = q;
   Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
                                            out_idx.extent(0));
-  Kokkos::parallel_for(
-      "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = lorenzo::residual(geo, qc, out_idx(j)); });
+  if (fused) {  // no q array: pre-quantize the few neighbours again
+    const lorenzo::PrequantOf<Kokkos::View<const T*, Mem>> qf{in, qp};
+    Kokkos::parallel_for(
+        "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
+        KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = lorenzo::residual(geo, qf, out_idx(j)); });
+  } else {
+    Kokkos::parallel_for(
+        "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
+        KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = lorenzo::residual(geo, qc, out_idx(j)); });
+  }
   Kokkos::View<T*, Mem> verb_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
                                  verb_idx.extent(0));
   Kokkos::parallel_for(

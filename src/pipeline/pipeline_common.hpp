@@ -8,8 +8,10 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/encode/huffman/huffman.hpp"
 #include "portable/histogram/histogram.hpp"
@@ -46,6 +48,16 @@ template <class ExecSpace, class T>
 Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
   using MM = Kokkos::MinMax<double>;
   typename MM::value_type r;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    double mn, mx;
+    if (cuda_spec::finite_minmax<T>(space, in.data(), in.extent(0), mn, mx)) {
+      Range out{mn, mx, mn <= mx};
+      if (!out.any_finite) out.min = out.max = 0;
+      return out;
+    }
+  }
+#endif
   Kokkos::parallel_reduce("ksz::value_range", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
                           FiniteMinMax<typename ExecSpace::memory_space, T>{in}, MM(r));
   Range out{r.min_val, r.max_val, r.min_val <= r.max_val};

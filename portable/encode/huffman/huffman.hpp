@@ -9,10 +9,13 @@
 #include <Kokkos_Core.hpp>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "portable/encode/huffman/codebook.hpp"
 #include "src/core/error.hpp"
+
+#include "cuda_specializations/cuda_specializations.hpp"
 
 namespace ksz::huffman {
 
@@ -213,7 +216,13 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
   Kokkos::View<std::uint32_t*, Mem> status("ksz::huffman::status", 1);
 
   // Word count of chunk c into offsets(c); the scan below shifts it to c+1.
-  Kokkos::parallel_for(
+  bool specialized = false;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    specialized = cuda_spec::huffman_chunk_bits(space, symbols.data(), n, chunk_symbols, enc.data(), nsym,
+                                                offsets.data(), status.data());
+#endif
+  if (!specialized) Kokkos::parallel_for(
       "ksz::huffman::chunk_bits", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
         const std::uint64_t s0 = c * cs;
         const std::uint64_t s1 = s0 + cs < n ? s0 + cs : n;
@@ -246,6 +255,12 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
   Kokkos::View<std::uint32_t*, Mem> words(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman::words"),
                                           res.n_words);
   res.words = words;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    if (cuda_spec::huffman_deflate(space, symbols.data(), n, chunk_symbols, enc.data(), offsets.data(), words.data(),
+                                   res.n_words))
+      return res;
+#endif
   Kokkos::parallel_for(
       "ksz::huffman::deflate", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
         const std::uint64_t s0 = c * cs;
@@ -290,7 +305,16 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
   const std::uint64_t nwords = words.extent(0);
   const auto dec = book.decode_tables();
   Kokkos::View<std::uint32_t*, Mem> status("ksz::huffman::status", 1);
-  Kokkos::parallel_for(
+  bool specialized = false;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    specialized = cuda_spec::huffman_inflate(
+        space, words.data(), nwords, chunk_offsets.data(), chunk_symbols,
+        cuda_spec::InflateTables{dec.lut.data(), dec.limit.data(), dec.first.data(), dec.offset.data(),
+                                 dec.symbols.data()},
+        out.data(), n, status.data());
+#endif
+  if (!specialized) Kokkos::parallel_for(
       "ksz::huffman::inflate", Kokkos::RangePolicy<ExecSpace>(space, 0, nchunks),
       KOKKOS_LAMBDA(const std::uint64_t c) {
         const std::uint64_t begin = chunk_offsets(c);

@@ -1,0 +1,86 @@
+// Hand-tuned CUDA for the hot stages of the Lorenzo pipeline, chosen at
+// compile time when Kokkos has CUDA (KSZ_HAVE_CUDA) and at run time by
+// enabled(). Each one's portable twin in portable/ is the reference: same
+// inputs, same bytes out (tests/cuda_spec asserts it on the GPU).
+//
+//  - finite_minmax: value range by warp-shuffle reductions, many elements per
+//    thread (the portable range reduction runs 64-thread blocks).
+//  - lorenzo_fused_compress: pre-quantization, Lorenzo prediction, quantization
+//    and the histogram in one pass: a block per chunk stages the chunk's q in
+//    shared memory (prediction never crosses a chunk), counts the hot bins
+//    around the center in registers and the rest in a shared histogram
+//    (cusz-i section VI-A), one flush per block. The q array disappears.
+//  - huffman_chunk_bits / huffman_deflate: a warp per chunk, coalesced symbol
+//    reads, lanes' bit offsets by a warp scan, lane-boundary words by atomicOr.
+//  - huffman_inflate: the decode table in shared memory and 16-byte stores of
+//    decoded symbols (the portable decoder writes 2 bytes per store, 8 KiB apart).
+//
+// Every function returns false when it does not handle the case (shape, sizes,
+// disabled); the caller then runs the portable path.
+#pragma once
+#include <Kokkos_Core.hpp>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "portable/quantize/prequant.hpp"
+
+namespace ksz::cuda_spec {
+
+// True unless turned off by set_enabled(false) or KSZ_PORTABLE_ONLY=1 in the
+// environment (read once). Benchmarks and tests compare both paths with it.
+namespace impl {
+inline std::atomic<bool>& enabled_flag() {
+  static std::atomic<bool> flag{[] {
+    const char* e = std::getenv("KSZ_PORTABLE_ONLY");
+    return !(e && std::strcmp(e, "1") == 0);
+  }()};
+  return flag;
+}
+}  // namespace impl
+inline bool enabled() { return impl::enabled_flag().load(std::memory_order_relaxed); }
+inline void set_enabled(bool on) { impl::enabled_flag().store(on, std::memory_order_relaxed); }
+
+#if defined(KSZ_HAVE_CUDA)
+
+// Min and max of the finite values; any_finite false (and mn > mx) when none.
+template <class T>
+bool finite_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double& mn, double& mx);
+
+struct LorenzoShape {
+  std::uint64_t n0, n1, n2;  // extents, fastest first
+  std::uint32_t c0, c1, c2;  // chunk extents
+};
+
+// codes[i] and hist (2*radius bins, overwritten) as lorenzo::prequantize +
+// predict_quantize + histogram::histogram compute them; n_verbatim as
+// prequantize's return value.
+template <class T>
+bool lorenzo_fused_compress(const Kokkos::Cuda& space, const T* in, const LorenzoShape& shape,
+                            const quantize::QuantParams& qp, std::uint32_t radius, std::uint16_t* codes,
+                            std::uint64_t* hist, std::uint64_t& n_verbatim);
+
+// offsets[c] = words of chunk c; status |= 1 on a symbol without code.
+bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
+                        std::uint32_t chunk_symbols, const std::uint32_t* enc, std::uint32_t nsym,
+                        std::uint64_t* offsets, std::uint32_t* status);
+
+// words (n_words, from the scanned offsets) as huffman::encode's deflate writes them.
+bool huffman_deflate(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
+                     std::uint32_t chunk_symbols, const std::uint32_t* enc, const std::uint64_t* offsets,
+                     std::uint32_t* words, std::uint64_t n_words);
+
+struct InflateTables {
+  const std::uint32_t *lut, *limit, *first, *offset;
+  const std::uint16_t* symbols;
+};
+
+// out and status exactly as huffman::decode's inflate leaves them.
+bool huffman_inflate(const Kokkos::Cuda& space, const std::uint32_t* words, std::uint64_t n_words,
+                     const std::uint64_t* chunk_offsets, std::uint32_t chunk_symbols, const InflateTables& t,
+                     std::uint16_t* out, std::uint64_t n, std::uint32_t* status);
+
+#endif  // KSZ_HAVE_CUDA
+
+}  // namespace ksz::cuda_spec

@@ -1,0 +1,91 @@
+// The CUDA specializations against their portable twins: the same stream bytes
+// from compression and the same values from decompression, over shapes that
+// exercise partial chunks, every rank, radii at and beyond the specialized
+// limits, Huffman chunk sizes with and without 16-byte stores, outliers and
+// verbatim elements. Runs on CUDA builds only (a GPU is needed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "cuda_specializations/cuda_specializations.hpp"
+#include "tests/common/fields.hpp"
+
+namespace ksz::test {
+namespace {
+
+#if defined(KSZ_HAVE_CUDA)
+
+struct SpecGuard {  // restores the switch whatever a test does
+  ~SpecGuard() { cuda_spec::set_enabled(true); }
+};
+
+template <class T>
+void expect_same_as_portable(const std::vector<T>& field, const Dims& dims, Options opt, const std::string& what) {
+  SpecGuard guard;
+  opt.backend = Backend::Cuda;
+  cuda_spec::set_enabled(false);
+  const auto portable = compress(field.data(), sizeof(T) == 4 ? DType::F32 : DType::F64, dims, opt);
+  const Field portable_out = decompress(portable.data(), portable.size(), Backend::Cuda);
+  cuda_spec::set_enabled(true);
+  const auto special = compress(field.data(), sizeof(T) == 4 ? DType::F32 : DType::F64, dims, opt);
+  const Field special_out = decompress(portable.data(), portable.size(), Backend::Cuda);  // same stream, other decoder
+  ASSERT_EQ(portable.size(), special.size()) << what;
+  EXPECT_TRUE(portable == special) << what << ": specialized stream differs from the portable one";
+  EXPECT_TRUE(portable_out.bytes == special_out.bytes) << what << ": specialized decoding differs";
+}
+
+template <class T>
+void run_matrix() {
+  struct Case {
+    std::vector<std::uint64_t> ext;
+    Pattern p;
+    double bound;
+    std::uint32_t radius, hchunk;
+  };
+  const Case cases[] = {
+      {{64, 48, 40}, Pattern::Noisy, 1e-4, 512, 4096},   // partial chunks in y/z, outliers
+      {{37, 19, 23}, Pattern::Spiky, 1e-3, 512, 1000},   // odd shape, scalar decode stores
+      {{33, 17, 9}, Pattern::Fill, 1e-3, 8, 4096},       // tiny radius: hot window clipped
+      {{300, 200}, Pattern::Smooth, 1e-5, 4096, 4096},   // 2D, largest specialized radius
+      {{130, 70}, Pattern::Noisy, 1e-3, 8192, 333},      // beyond it: portable fallback inside
+      {{100003}, Pattern::Spiky, 1e-4, 512, 4096},       // 1D
+      {{16, 16, 16}, Pattern::Constant, 1e-3, 512, 4096}  // one chunk, one symbol
+  };
+  for (const Case& c : cases) {
+    const Dims d = dims_of(c.ext);
+    std::vector<T> f = make_field<T>(c.p, d, 11);
+    f[f.size() / 3] = std::numeric_limits<T>::quiet_NaN();  // a verbatim element
+    Options opt;
+    opt.mode = ErrorMode::REL;
+    opt.bound = c.bound;
+    opt.radius = c.radius;
+    opt.huffman_chunk = c.hchunk;
+    expect_same_as_portable(f, d, opt, std::string(name(c.p)) + " " + std::to_string(d.count()) + " r" + std::to_string(c.radius));
+  }
+}
+
+TEST(CudaSpecializations, SameBytesAsPortableF32) { run_matrix<float>(); }
+TEST(CudaSpecializations, SameBytesAsPortableF64) { run_matrix<double>(); }
+
+TEST(CudaSpecializations, ValueRangeWithoutFiniteValues) {
+  const Dims d = dims_of({5000});
+  std::vector<float> f(d.count(), std::numeric_limits<float>::quiet_NaN());
+  Options opt;
+  opt.mode = ErrorMode::ABS;
+  opt.bound = 1e-3;
+  expect_same_as_portable(f, d, opt, "all NaN");
+  f[4321] = -2.5f;
+  f[17] = std::numeric_limits<float>::infinity();
+  opt.mode = ErrorMode::REL;
+  expect_same_as_portable(f, d, opt, "one finite value");
+}
+
+#else
+
+TEST(CudaSpecializations, SameBytesAsPortableF32) { GTEST_SKIP() << "no CUDA in this build"; }
+
+#endif
+
+}  // namespace
+}  // namespace ksz::test
