@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything one GPU session runs, in one call: device facts, the CUDA test
 # suite, the main job at 512^3, benchmarks (CUDA, OpenMP on the host cores),
-# and CUDA-vs-OpenMP byte equality on a 512^3 field. Binaries come prebuilt in
+# and CUDA-vs-OpenMP byte equality on a 512^3 field; PART=4: the benchmark sweep
+# (perf/sweep.sh, plots). Binaries come prebuilt in
 # .gpu/ (see README: "Running on a GPU machine"); results go to $OUT.
 set -u
 R=$PWD
@@ -75,4 +76,14 @@ if part 3; then
   step "ParaSZ classic pipeline and PW_REL on the host cores"
   mkdir -p build-openmp/perf && cp .gpu/bench_parasz-omp build-openmp/perf/bench_parasz
   perf/parasz/run_parasz.sh build-openmp 2>&1 | tee "$OUT/parasz.txt"
+fi
+
+# Only when asked for (PART=4), not in PART=all: about 4 minutes on its own.
+if [ "$PART" = 4 ]; then
+  step "sweep: CUDA (specialized, then KSZ_PORTABLE_ONLY=1) and OpenMP on $(nproc) host cores"
+  perf/sweep.sh cuda "$OUT/sweep"
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)} perf/sweep.sh openmp "$OUT/sweep"
+  step "sweep summary: 3D turbulent REL 1e-3 (all rows: $OUT/sweep/sweep.csv; plots: $OUT/sweep/*.svg)"
+  python3 perf/plot.py "$OUT/sweep/sweep.csv" --chart table --where rank=3 --where data=turbulent \
+    --where bound=1e-3 -o - | tee "$OUT/sweep/summary_3d_turbulent_1e-3.md"
 fi

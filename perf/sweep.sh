@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Benchmark sweep of the Lorenzo pipeline over the issue's axes, appended to
+# one CSV (plus a JSON per process and the text output), then plotted.
+#
+#   perf/sweep.sh BACKEND OUTDIR        BACKEND: cuda | openmp | serial
+#
+# Axes: sizes 64^3..512^3 (1024^3 when the device has 6x its 4 GiB free),
+# each as 3D, 2D and 1D of the same element count; REL 1e-2/1e-3/1e-4; data
+# generated smooth and turbulent, and every field of ../shared/data when
+# present (MANIFEST.tsv gives dtype and dims). On CUDA every generated
+# configuration runs twice: CUDA specializations on, then off
+# (KSZ_PORTABLE_ONLY=1). About 4 minutes for cuda + openmp on an H200 host.
+#
+# Environment: QUICK=1 (small sizes, 1 rep: a 2-core laptop), SIZES="64 128",
+# RELS=1e-3,1e-4, KINDS=turbulent, REPS=3, PORTABLE=0 (skip the portable pass),
+# REAL=0 (skip shared data), DATA=dir, BENCH=path/to/bench_lorenzo.
+# Binaries: BENCH, else .gpu/bench_lorenzo-{cuda,omp} (perf/stage_gpu_binaries.sh),
+# else build-{cuda,openmp}/perf/bench_lorenzo.
+# Exit status: 0, or 3 if any bound was violated, 1 if a run failed.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+[ $# -eq 2 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+backend=$1
+out=$2
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+case "$backend" in
+  cuda) suffix=cuda build=build-cuda ;;
+  openmp | serial) suffix=omp build=build-openmp ;;
+  *) echo "backend: cuda, openmp or serial" >&2; exit 2 ;;
+esac
+bench=${BENCH:-}
+if [ -z "$bench" ]; then
+  if [ -x "$root/.gpu/bench_lorenzo-$suffix" ]; then
+    bench=$root/.gpu/bench_lorenzo-$suffix
+    export LD_LIBRARY_PATH=$root/.gpu:${LD_LIBRARY_PATH:-}  # libgomp travels with the binaries
+  else
+    bench=$root/$build/perf/bench_lorenzo
+  fi
+fi
+[ -x "$bench" ] || { echo "no $bench: build it (cmake/dev.sh build / build-cuda) or set BENCH" >&2; exit 1; }
+export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-cores}
+
+if [ "${QUICK:-0}" = 1 ]; then
+  sizes=${SIZES:-"64 128"} reps=${REPS:-1}
+elif [ "$backend" = cuda ]; then
+  sizes=${SIZES:-"64 128 256 512 1024"} reps=${REPS:-3}
+else
+  sizes=${SIZES:-"64 128 256"} reps=${REPS:-3}  # host cores: ~0.5 GB/s, 512^3 would take minutes
+fi
+rels=${RELS:-1e-2,1e-3,1e-4}
+kinds=${KINDS:-smooth,turbulent}
+csv=$out/sweep.csv
+log=$out/sweep_$backend.txt
+status=0
+note() { echo "[sweep] $*" | tee -a "$log" >&2; }
+
+# One process per size: its shapes, kinds and bounds loop inside.
+run() {  # $1 tag for file names, rest: bench arguments
+  local tag=$1
+  shift
+  "$bench" --backend "$backend" --reps "$reps" --csv "$csv" --json "$out/${backend}_$tag.json" "$@" >>"$log" 2>&1
+  local rc=$?
+  if [ $rc -eq 3 ]; then
+    note "BOUND VIOLATED: $tag $*"; status=3
+  elif [ $rc -ne 0 ]; then
+    note "FAILED (exit $rc): $tag $*"; [ $status -eq 0 ] && status=1
+  fi
+}
+
+free=$("$bench" --backend "$backend" --info 2>/dev/null | sed -n 's/.*"free_bytes":\([0-9]*\).*/\1/p')
+note "$bench on $backend; ${free:-?} bytes free; sizes $sizes; REL $rels; $kinds; reps $reps; CSV $csv"
+
+# Shapes of n = s^3 elements: s,s,s / a,b with a*b = n / n (s a power of 2).
+shapes() {
+  local s=$1 k=0 n=$(($1 * $1 * $1))
+  while [ $((1 << k)) -lt "$s" ]; do k=$((k + 1)); done
+  if [ $((1 << k)) -eq "$s" ]; then
+    local hi=$(((3 * k + 1) / 2)) lo=$((3 * k / 2))
+    echo "$s,$s,$s/$((1 << hi)),$((1 << lo))/$n"
+  else
+    echo "$s,$s,$s/$((s * s)),$s/$n"
+  fi
+}
+
+passes=(default)  # on CUDA: specializations on
+[ "$backend" = cuda ] && [ "${PORTABLE:-1}" = 1 ] && passes+=(portable)
+for pass in "${passes[@]}"; do
+  for s in $sizes; do
+    bytes=$((s * s * s * 4))
+    # The bench holds the field and its reconstruction; compression ~2.5x more (see peak memory).
+    if [ -n "$free" ] && [ $((bytes * 6)) -gt "$free" ]; then
+      note "skip $s^3: needs ~$((bytes * 6 >> 20)) MiB, $((free >> 20)) MiB free"
+      continue
+    fi
+    dims=$(shapes "$s") r=$rels
+    [ "$s" -ge 1024 ] && dims=$s,$s,$s r=1e-3  # one shape, one bound: ~10 s per configuration
+    note "$s^3 ($dims)$([ $pass = portable ] && echo ", KSZ_PORTABLE_ONLY=1")"
+    if [ $pass = portable ]; then
+      KSZ_PORTABLE_ONLY=1 run "portable_$s" --dims "$dims" --kind "$kinds" --rel "$r"
+    else
+      run "$s" --dims "$dims" --kind "$kinds" --rel "$r"
+    fi
+  done
+done
+
+data=${DATA:-}
+for d in "$root/../shared/data" "$root/shared/data"; do
+  [ -z "$data" ] && [ -f "$d/MANIFEST.tsv" ] && data=$d
+done
+if [ "${REAL:-1}" = 1 ] && [ -n "$data" ] && [ -f "$data/MANIFEST.tsv" ]; then
+  note "real fields from $data"
+  while IFS=$'\t' read -r path _ dtype d _; do
+    dims=$(echo "$d" | tr 'x' '\n' | tac | paste -sd, -)  # manifest: slowest first; ksz: fastest first
+    run "real_$(echo "$path" | tr '/.' '__')" --input "$data/$path" --dtype "$dtype" --dims "$dims" \
+      --name "$path" --rel "$rels" </dev/null
+  done < <(tail -n +2 "$data/MANIFEST.tsv")
+else
+  note "no shared data (set DATA=dir with MANIFEST.tsv)"
+fi
+
+if command -v python3 >/dev/null; then
+  plot=$root/perf/plot.py
+  python3 "$plot" "$csv" -o "$out/stages.svg" 2>>"$log"
+  space=$(case $backend in cuda) echo Cuda ;; openmp) echo OpenMP ;; *) echo Serial ;; esac)
+  python3 "$plot" "$csv" --where "backend=$space" -o "$out/stages_$backend.svg" 2>>"$log" || true
+  python3 "$plot" "$csv" --chart sizes -o "$out/sizes.svg" 2>>"$log"
+  python3 "$plot" "$csv" --chart memory -o "$out/memory.svg" 2>>"$log"
+  note "plots: $out/{stages,stages_$backend,sizes,memory}.svg"
+fi
+rows=$(($(wc -l <"$csv") - 1))
+note "done: $rows CSV rows in $csv; exit $status"
+exit $status
