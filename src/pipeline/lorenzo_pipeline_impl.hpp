@@ -71,10 +71,26 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   Kokkos::View<std::int32_t*, Mem> q;  // stays empty on the fused path
   std::uint64_t n_verbatim = 0;
   bool fused = false;
+  Kokkos::View<const std::uint64_t*, Mem> out_idx, verb_idx;
+  bool have_lists = false;  // the fused kernel already listed outliers and verbatim elements
 #if defined(KSZ_HAVE_CUDA)
-  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
-    fused = cuda_spec::lorenzo_fused_compress<T>(space, in.data(), {g.n0, g.n1, g.n2, g.c0, g.c1, g.c2}, qp,
-                                                 opt.radius, codes.data(), hist.data(), n_verbatim);
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    const cuda_spec::LorenzoShape cs{g.n0, g.n1, g.n2, g.c0, g.c1, g.c2};
+    cuda_spec::FusedLists lists;
+    fused = cuda_spec::lorenzo_fused_compress3d<T>(space, in.data(), cs, qp, opt.radius, codes.data(), hist.data(),
+                                                   lists);
+    if (fused) {
+      n_verbatim = lists.n_verbatim;
+      if (lists.valid) {
+        out_idx = lists.outlier_idx;
+        verb_idx = lists.verbatim_idx;
+        have_lists = true;
+      }
+    } else {
+      fused = cuda_spec::lorenzo_fused_compress<T>(space, in.data(), cs, qp, opt.radius, codes.data(), hist.data(),
+                                                   n_verbatim);
+    }
+  }
 #endif
   if (fused) {
     timer.mark("prequant+predict+histogram (fused)");
@@ -98,12 +114,12 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   // Sparse lists by prefix-scan compaction (increasing order on every
   // backend); their sizes are already known, so empty lists cost nothing.
   const std::uint64_t n_outliers = hist_h(0);
-  Kokkos::View<const std::uint64_t*, Mem> out_idx, verb_idx;
-  if (n_outliers)
+  KSZ_EXPECTS(!have_lists || out_idx.extent(0) == n_outliers, "internal: outlier list and histogram disagree");
+  if (n_outliers && !have_lists)
     out_idx = outliers::compact_indices(
         space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::outlier_index",
         n_outliers);
-  if (n_verbatim)
+  if (n_verbatim && !have_lists)
     verb_idx = outliers::compact_indices(
         space, n,
         KOKKOS_LAMBDA(const std::uint64_t i) {
@@ -239,8 +255,17 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
 
   const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
   out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
-  const std::uint64_t zeros =
-      lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geometry(h.dims, c3), codes, dense, radius, step, out);
+  const lorenzo::Geometry geo = geometry(h.dims, c3);
+  std::uint64_t zeros = 0;
+  bool inverted = false;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    inverted = cuda_spec::lorenzo_inverse3d<T>(space, codes.data(), dense.data(),
+                                               {geo.n0, geo.n1, geo.n2, geo.c0, geo.c1, geo.c2}, radius, step,
+                                               out.data(), zeros);
+#endif
+  if (!inverted)
+    zeros = lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, radius, step, out);
   // Outliers are exactly the code-0 positions: same count, every index a 0.
   KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);
