@@ -422,9 +422,27 @@ __global__ void __launch_bounds__(kRows)
     if (lh[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(lh[b]));
 }
 
+// The residual of outlier element i: a binary search of the increasing index
+// list (outliers are rare; this replaces a dense n-element scatter array).
+// 0 when i is not listed: the caller's count checks then reject the stream.
+__device__ __forceinline__ std::int32_t outlier_at(const std::uint64_t* __restrict__ idx,
+                                                   const std::int32_t* __restrict__ val, std::uint64_t count,
+                                                   std::uint64_t i) {
+  std::uint64_t lo = 0, hi = count;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (idx[mid] < i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < count && idx[lo] == i ? val[lo] : 0;
+}
+
 template <class T>
 __global__ void __launch_bounds__(kRows)
-    inverse3d_kernel(const std::uint16_t* __restrict__ codes, const std::int32_t* __restrict__ dense, Geo3 g,
+    inverse3d_kernel(const std::uint16_t* __restrict__ codes, const std::uint64_t* __restrict__ oidx,
+                     const std::int32_t* __restrict__ oval, std::uint64_t n_out, Geo3 g,
                      bool aligned_codes, bool aligned_out, std::uint32_t radius, double step, T* __restrict__ out,
                      unsigned long long* __restrict__ zeros) {
   __shared__ std::uint32_t s[kRows * kRowPad];
@@ -450,7 +468,7 @@ __global__ void __launch_bounds__(kRows)
       for (int i = 0; i < 4; ++i) {
         if (c[i] == 0) {
           ++zc;
-          v[i] = static_cast<std::uint32_t>(dense[Q.base + i]);
+          v[i] = static_cast<std::uint32_t>(outlier_at(oidx, oval, n_out, Q.base + i));
         } else {
           v[i] = c[i] - radius;
         }
@@ -500,24 +518,25 @@ __global__ void __launch_bounds__(kRows)
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-// Increasing order of an index list (keys only), in place through a buffer.
-void sort_indices(const Kokkos::Cuda& space, Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>& idx, std::uint64_t count,
-                  std::uint64_t n) {
-  if (count < 2) return;
+using WS = pipeline::Workspace<Kokkos::CudaSpace>;
+
+// Sorts count keys of idx increasingly through alt (CUB's double buffer);
+// returns the buffer that holds the result.
+std::uint64_t* sort_indices(const Kokkos::Cuda& space, std::uint64_t* idx, std::uint64_t* alt, std::uint64_t count,
+                            std::uint64_t n, WS::Lease& ws) {
+  if (count < 2) return idx;
   int end_bit = 1;
   while (end_bit < 64 && (std::uint64_t(1) << end_bit) < n) ++end_bit;
-  Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> sorted(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::sorted_index")), count);
+  cub::DoubleBuffer<std::uint64_t> keys(idx, alt);
   std::size_t temp_bytes = 0;
-  check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, idx.data(), sorted.data(), static_cast<int>(count), 0,
-                                       end_bit, space.cuda_stream()),
+  check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys, static_cast<int>(count), 0, end_bit,
+                                       space.cuda_stream()),
         "radix sort size");
-  Kokkos::View<unsigned char*, Kokkos::CudaSpace> temp(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::sort_temp")), temp_bytes);
-  check(cub::DeviceRadixSort::SortKeys(temp.data(), temp_bytes, idx.data(), sorted.data(), static_cast<int>(count), 0,
-                                       end_bit, space.cuda_stream()),
+  auto temp = ws.get<unsigned char>(WS::kSortTemp, temp_bytes, "ksz::sort_temp");
+  check(cub::DeviceRadixSort::SortKeys(temp.data(), temp_bytes, keys, static_cast<int>(count), 0, end_bit,
+                                       space.cuda_stream()),
         "radix sort");
-  idx = sorted;
+  return keys.Current();
 }
 
 }  // namespace
@@ -525,7 +544,7 @@ void sort_indices(const Kokkos::Cuda& space, Kokkos::View<std::uint64_t*, Kokkos
 template <class T>
 bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const LorenzoShape& s,
                               const quantize::QuantParams& qp, std::uint32_t radius, std::uint16_t* codes,
-                              std::uint64_t* hist, FusedLists& lists) {
+                              std::uint64_t* hist, FusedLists& lists, WS::Lease& ws) {
   if (!enabled()) return false;
   if (s.c0 != kRowLen || s.c1 != kRowLen || s.c2 != kRowLen) return false;
   if (radius < 1 || 2 * std::uint64_t(radius) > kMaxBins3) return false;
@@ -534,37 +553,45 @@ bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const Lore
   const Geo3 g{s.n0, s.n1, s.n2, (s.n0 + 15) / 16, (s.n1 + 15) / 16, (s.n2 + 15) / 16};
   const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
   // Lists sized for the usual case; a field with more outliers than this
-  // takes the compaction path (the count is still exact).
-  const std::uint64_t cap = std::max<std::uint64_t>(65536, n / 64);
-  Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> ol(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::outlier_index")), std::min(cap, n));
-  Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> vl(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::verbatim_index")), std::min(cap, n));
-  Kokkos::View<unsigned long long*, Kokkos::CudaSpace> counters(std::string("ksz::fused_counters"), 2);
+  // takes the compaction path (the count is still exact). The radix sort
+  // takes int counts.
+  const std::uint64_t cap = std::min<std::uint64_t>({std::max<std::uint64_t>(65536, n / 64), n, 0x7FFFFFFFull});
+  auto ol = ws.get<std::uint64_t>(WS::kOutliers, cap, "ksz::outlier_index");
+  auto vl = ws.get<std::uint64_t>(WS::kVerbatim, cap, "ksz::verbatim_index");
+  auto counters = ws.get<unsigned long long>(WS::kCounters, 2, "ksz::fused_counters");
   cudaStream_t st = space.cuda_stream();
+  check(cudaMemsetAsync(counters.data(), 0, 2 * sizeof(unsigned long long), st), "counters reset");
   check(cudaMemsetAsync(hist, 0, 2 * std::size_t(radius) * sizeof(std::uint64_t), st), "histogram reset");
   const std::uint64_t blocks_cap = std::uint64_t(sm_count()) * 8;
   const int blocks = static_cast<int>(nchunks < blocks_cap ? nchunks : blocks_cap);
   fused3d_kernel<T><<<blocks, kRows, 2 * std::size_t(radius) * sizeof(std::uint32_t), st>>>(
       in, g, aligned16(in) && aligned16(codes), qp, radius, codes, reinterpret_cast<unsigned long long*>(hist),
-      counters.data(), ol.data(), vl.data(), std::min(cap, n));
+      counters.data(), ol.data(), vl.data(), cap);
   check(cudaGetLastError(), "fused3d_kernel");
   unsigned long long hc[2] = {0, 0};
   check(cudaMemcpyAsync(hc, counters.data(), sizeof(hc), cudaMemcpyDeviceToHost, st), "fused counters copy");
   check(cudaStreamSynchronize(st), "fused3d sync");
   lists.n_verbatim = hc[0];
   lists.n_outliers = hc[1];
-  lists.valid = hc[0] <= std::min(cap, n) && hc[1] <= std::min(cap, n);
+  lists.valid = hc[0] <= cap && hc[1] <= cap;
   if (lists.valid) {
-    sort_indices(space, ol, hc[1], n);
-    sort_indices(space, vl, hc[0], n);
-    lists.outlier_idx = Kokkos::subview(ol, std::make_pair(std::uint64_t(0), std::uint64_t(hc[1])));
-    lists.verbatim_idx = Kokkos::subview(vl, std::make_pair(std::uint64_t(0), std::uint64_t(hc[0])));
+    std::uint64_t* o = ol.data();
+    std::uint64_t* v = vl.data();
+    auto oa = ws.get<std::uint64_t>(WS::kOutliersAlt, hc[1], "ksz::outlier_alt");
+    auto va = ws.get<std::uint64_t>(WS::kVerbatimAlt, hc[0], "ksz::verbatim_alt");
+    o = sort_indices(space, o, oa.data(), hc[1], n, ws);
+    v = sort_indices(space, v, va.data(), hc[0], n, ws);
+    lists.keep[0] = ol, lists.keep[1] = vl, lists.keep[2] = oa, lists.keep[3] = va;
+    lists.outlier_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(o, hc[1]);
+    lists.verbatim_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(v, hc[0]);
   }
   return true;
 }
 
 template <class T>
-bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, const std::int32_t* dense,
-                       const LorenzoShape& s, std::uint32_t radius, double step, T* out, std::uint64_t& zeros) {
+bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, const std::uint64_t* oidx,
+                       const std::int32_t* oval, std::uint64_t n_out, const LorenzoShape& s, std::uint32_t radius,
+                       double step, T* out, std::uint64_t& zeros) {
   if (!enabled()) return false;
   if (s.c0 != kRowLen || s.c1 != kRowLen || s.c2 != kRowLen) return false;
   const std::uint64_t n = s.n0 * s.n1 * s.n2;
@@ -575,7 +602,8 @@ bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, co
   cudaStream_t st = space.cuda_stream();
   const std::uint64_t blocks_cap = std::uint64_t(sm_count()) * 8;
   const int blocks = static_cast<int>(nchunks < blocks_cap ? nchunks : blocks_cap);
-  inverse3d_kernel<T><<<blocks, kRows, 0, st>>>(codes, dense, g, aligned16(codes), aligned16(out), radius, step, out,
+  inverse3d_kernel<T><<<blocks, kRows, 0, st>>>(codes, oidx, oval, n_out, g, aligned16(codes), aligned16(out), radius,
+                                                step, out,
                                                 z.data());
   check(cudaGetLastError(), "inverse3d_kernel");
   unsigned long long hz = 0;
@@ -587,14 +615,16 @@ bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, co
 
 template bool lorenzo_fused_compress3d<float>(const Kokkos::Cuda&, const float*, const LorenzoShape&,
                                               const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
-                                              std::uint64_t*, FusedLists&);
+                                              std::uint64_t*, FusedLists&, WS::Lease&);
 template bool lorenzo_fused_compress3d<double>(const Kokkos::Cuda&, const double*, const LorenzoShape&,
                                                const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
-                                               std::uint64_t*, FusedLists&);
-template bool lorenzo_inverse3d<float>(const Kokkos::Cuda&, const std::uint16_t*, const std::int32_t*,
-                                       const LorenzoShape&, std::uint32_t, double, float*, std::uint64_t&);
-template bool lorenzo_inverse3d<double>(const Kokkos::Cuda&, const std::uint16_t*, const std::int32_t*,
-                                        const LorenzoShape&, std::uint32_t, double, double*, std::uint64_t&);
+                                               std::uint64_t*, FusedLists&, WS::Lease&);
+template bool lorenzo_inverse3d<float>(const Kokkos::Cuda&, const std::uint16_t*, const std::uint64_t*,
+                                       const std::int32_t*, std::uint64_t, const LorenzoShape&, std::uint32_t, double,
+                                       float*, std::uint64_t&);
+template bool lorenzo_inverse3d<double>(const Kokkos::Cuda&, const std::uint16_t*, const std::uint64_t*,
+                                       const std::int32_t*, std::uint64_t, const LorenzoShape&, std::uint32_t, double,
+                                       double*, std::uint64_t&);
 
 template bool finite_minmax<float>(const Kokkos::Cuda&, const float*, std::uint64_t, double&, double&);
 template bool finite_minmax<double>(const Kokkos::Cuda&, const double*, std::uint64_t, double&, double&);

@@ -16,6 +16,7 @@
 #include "src/pipeline/lorenzo_pipeline.hpp"
 #include "src/pipeline/pipeline_common.hpp"
 #include "src/pipeline/stage_timer.hpp"
+#include "src/pipeline/workspace.hpp"
 
 namespace ksz::pipeline {
 namespace impl {
@@ -66,7 +67,8 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const lorenzo::Geometry g = geometry(dims, chunk);
 
   const std::uint32_t nsym = 2 * opt.radius;
-  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+  typename Workspace<Mem>::Lease ws;
+  const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
   Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
   Kokkos::View<std::int32_t*, Mem> q;  // stays empty on the fused path
   std::uint64_t n_verbatim = 0;
@@ -78,7 +80,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     const cuda_spec::LorenzoShape cs{g.n0, g.n1, g.n2, g.c0, g.c1, g.c2};
     cuda_spec::FusedLists lists;
     fused = cuda_spec::lorenzo_fused_compress3d<T>(space, in.data(), cs, qp, opt.radius, codes.data(), hist.data(),
-                                                   lists);
+                                                   lists, ws);
     if (fused) {
       n_verbatim = lists.n_verbatim;
       if (lists.valid) {
@@ -108,7 +110,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
   timer.mark("codebook");
 
-  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk);
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws);
   timer.mark("huffman encode");
 
   // Sparse lists by prefix-scan compaction (increasing order on every
@@ -241,31 +243,48 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   auto vv = to_device<T>(space, s.require(SegmentId::VerbatimValue), n_verb, "verbatim values");
   timer.mark("copy to device");
 
-  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+  typename Workspace<Mem>::Lease ws;
+  const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
   huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes);
   timer.mark("huffman decode");
 
+  const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
+  bool sparse_inverse = false;  // the CUDA 3D inverse reads the outlier list itself
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) sparse_inverse = cuda_spec::lorenzo_inverse3d_applies(c3);
+#endif
   // Outlier residuals at their positions; read only where the code is 0.
-  Kokkos::View<std::int32_t*, Mem> dense(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_dense"), n);
-  outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, dense);
+  Kokkos::View<std::int32_t*, Mem> dense;
+  if (!sparse_inverse) {
+    dense = Kokkos::View<std::int32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_dense"), n);
+    outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, dense);
+  }
   std::uint64_t mismatched = 0;
   Kokkos::parallel_reduce("ksz::check_outlier_positions", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
                           NonZeroCodeAt<Mem>{codes, oi}, mismatched);
   timer.mark("outliers");
 
-  const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
-  out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
+  // A caller's output of the right size is reused (device-resident callers
+  // keep one buffer across calls); anything else is replaced.
+  if (out.extent(0) != n || !out.span_is_contiguous())
+    out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
   const lorenzo::Geometry geo = geometry(h.dims, c3);
   std::uint64_t zeros = 0;
   bool inverted = false;
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
-    inverted = cuda_spec::lorenzo_inverse3d<T>(space, codes.data(), dense.data(),
-                                               {geo.n0, geo.n1, geo.n2, geo.c0, geo.c1, geo.c2}, radius, step,
-                                               out.data(), zeros);
+    if (sparse_inverse)
+      inverted = cuda_spec::lorenzo_inverse3d<T>(space, codes.data(), oi.data(), ov.data(), n_out,
+                                                 {geo.n0, geo.n1, geo.n2, geo.c0, geo.c1, geo.c2}, radius, step,
+                                                 out.data(), zeros);
 #endif
-  if (!inverted)
+  if (!inverted) {
+    if (sparse_inverse) {  // not taken after all: build the dense residuals now
+      dense = Kokkos::View<std::int32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_dense"), n);
+      outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, dense);
+    }
     zeros = lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, radius, step, out);
+  }
   // Outliers are exactly the code-0 positions: same count, every index a 0.
   KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);

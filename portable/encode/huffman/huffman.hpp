@@ -14,6 +14,7 @@
 
 #include "portable/encode/huffman/codebook.hpp"
 #include "src/core/error.hpp"
+#include "src/pipeline/workspace.hpp"
 
 #include "cuda_specializations/cuda_specializations.hpp"
 
@@ -194,10 +195,14 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book) {
 // ksz::InvalidInput. Steps: per-chunk bit count, exclusive scan of word
 // counts into chunk_offsets, then deflate with each chunk writing only its words.
 // Synchronizes once (to size the bitstream); the deflate is left in flight on space.
+// With ws, the bitstream, offsets and status live in the caller's workspace
+// (valid while its lease is held) instead of fresh allocations.
 template <class ExecSpace>
 Encoded<ExecSpace> encode(const ExecSpace& space,
                           Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> symbols,
-                          const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols) {
+                          const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols,
+                          typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
+  using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
   using Mem = typename ExecSpace::memory_space;
   using Policy = Kokkos::RangePolicy<ExecSpace>;
   KSZ_EXPECTS(chunk_symbols >= 1, "huffman: chunk_symbols must be >= 1");
@@ -205,7 +210,13 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
   const std::uint64_t nchunks = chunk_count(n, chunk_symbols);
   const std::uint64_t cs = chunk_symbols;
   Encoded<ExecSpace> res;
-  Kokkos::View<std::uint64_t*, Mem> offsets("ksz::huffman::chunk_offsets", nchunks + 1);
+  Kokkos::View<std::uint64_t*, Mem> offsets;
+  if (ws) {
+    offsets = ws->template get<std::uint64_t>(WS::kHuffOffsets, nchunks + 1, "ksz::huffman::chunk_offsets");
+    Kokkos::deep_copy(space, offsets, std::uint64_t(0));
+  } else {
+    offsets = Kokkos::View<std::uint64_t*, Mem>("ksz::huffman::chunk_offsets", nchunks + 1);
+  }
   res.chunk_offsets = offsets;
   if (n == 0) {
     res.words = Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::words", 0);
@@ -213,7 +224,13 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
   }
   const auto enc = book.encode_table();
   const std::uint32_t nsym = static_cast<std::uint32_t>(book.nsym());
-  Kokkos::View<std::uint32_t*, Mem> status("ksz::huffman::status", 1);
+  Kokkos::View<std::uint32_t*, Mem> status;
+  if (ws) {
+    status = ws->template get<std::uint32_t>(WS::kHuffStatus, 1, "ksz::huffman::status");
+    Kokkos::deep_copy(space, status, std::uint32_t(0));
+  } else {
+    status = Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::status", 1);
+  }
 
   // Word count of chunk c into offsets(c); the scan below shifts it to c+1.
   bool specialized = false;
@@ -252,8 +269,10 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
   KSZ_EXPECTS(h_status(0) == 0, "huffman: input has a symbol with no code in the codebook");
   res.n_words = h_total(0);
 
-  Kokkos::View<std::uint32_t*, Mem> words(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman::words"),
-                                          res.n_words);
+  const Kokkos::View<std::uint32_t*, Mem> words =
+      ws ? ws->template get<std::uint32_t>(WS::kHuffWords, res.n_words, "ksz::huffman::words")
+         : Kokkos::View<std::uint32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman::words"),
+                                             res.n_words);
   res.words = words;
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
