@@ -153,7 +153,7 @@ struct Tables {
   const std::uint16_t* symbols;
 };
 
-// As huffman::impl::DecodeTables::decode_one, with the LUT in shared memory.
+// As huffman::impl::DecodeTables::decode_one.
 __device__ __forceinline__ int decode_one(const std::uint32_t* lut, const Tables& t, std::uint64_t buf,
                                           std::uint32_t& sym) {
   const std::uint32_t e = lut[static_cast<std::uint32_t>(buf >> (64 - huffman::kLutBits))];
@@ -171,23 +171,53 @@ __device__ __forceinline__ int decode_one(const std::uint32_t* lut, const Tables
   return 0;
 }
 
-// A thread per chunk, as the portable decoder. Decoded symbols are staged
-// 32 a lane (64 bytes) in shared memory and leave in warp-cooperative
-// stores, four lanes to a lane's 64 bytes: a thread-private 16-byte store
-// per 8 symbols, chunks 8 KiB apart, cost about 6x as much store bandwidth
-// (perf/probe/store_patterns.cu).
+// Multi-symbol decode table: for each 12-bit window, up to three whole codes
+// it holds (a code is whole when it ends inside the window; a canonical
+// code's single-symbol LUT entry is the same for every extension of it).
+// Entry: sym0 | sym1 << 16 | sym2 << 32 | end0 << 48 | end1 << 52 | end2 << 56
+// | count << 60, end_k the window bits used through code k. Count 0: the first
+// code is longer than the window (the per-length search decodes it).
+__global__ void build_multi_lut(const std::uint32_t* __restrict__ lut, unsigned long long* __restrict__ mlut) {
+  const int e = blockIdx.x * blockDim.x + threadIdx.x;
+  if (e >= kLut) return;
+  unsigned long long m = 0;
+  int used = 0, count = 0;
+  for (int k = 0; k < 3; ++k) {
+    const std::uint32_t ent = lut[(static_cast<std::uint32_t>(e) << used) & (kLut - 1)];
+    const int l = static_cast<int>(ent >> 16);
+    if (l == 0 || l > huffman::kLutBits - used) break;
+    used += l;
+    m |= static_cast<unsigned long long>(ent & 0xFFFFu) << (16 * k);
+    m |= static_cast<unsigned long long>(used) << (48 + 4 * k);
+    ++count;
+  }
+  mlut[e] = m | static_cast<unsigned long long>(count) << 60;
+}
+
+// A thread per chunk, as the portable decoder, taking up to three symbols a
+// step from the multi-symbol table (a step is one dependent shared-memory
+// lookup; the chunk's chain of steps is what bounds this kernel). Symbols are
+// staged 32 a lane (64 bytes) in shared memory and leave in warp-cooperative
+// stores, four lanes to a lane's 64 bytes: a thread-private 16-byte store per
+// 8 symbols, chunks 8 KiB apart, costs about 6x as much store bandwidth
+// (perf/probe/store_patterns.cu). Errors take the single-symbol path, so the
+// status bits are the portable decoder's.
 constexpr int kStage = 32;  // symbols a lane stages between stores
 
 __global__ void __launch_bounds__(kInflateThreads)
     inflate_kernel(const std::uint32_t* __restrict__ words, std::uint64_t nwords,
                    const std::uint64_t* __restrict__ chunk_offsets, std::uint32_t cs, bool vec,
-                   const std::uint32_t* gl_lut, Tables t, std::uint16_t* __restrict__ out, std::uint64_t n,
-                   std::uint64_t nchunks, std::uint32_t* __restrict__ status) {
-  __shared__ std::uint32_t lut[kLut];
+                   const std::uint32_t* gl_lut, const unsigned long long* gl_mlut, Tables t,
+                   std::uint16_t* __restrict__ out, std::uint64_t n, std::uint64_t nchunks,
+                   std::uint32_t* __restrict__ status) {
+  // The single-symbol LUT serves only the rare slow path: it stays in global memory (L1).
+  const std::uint32_t* lut = gl_lut;
+  __shared__ unsigned long long mlut[kLut];
   __shared__ uint4 stage[kInflateThreads][kStage / 8];
-  for (int i = threadIdx.x; i < kLut; i += blockDim.x) lut[i] = gl_lut[i];
+  for (int i = threadIdx.x; i < kLut; i += blockDim.x) mlut[i] = gl_mlut[i];
   __syncthreads();
   const int lane = threadIdx.x & 31, wbase = threadIdx.x & ~31;
+  std::uint16_t* mine = reinterpret_cast<std::uint16_t*>(stage[threadIdx.x]);
   const std::uint64_t c = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   bool ok = c < nchunks;
   std::uint64_t begin = 0, end = 0, s0 = 0, len = 0;
@@ -216,36 +246,40 @@ __global__ void __launch_bounds__(kInflateThreads)
   std::uint32_t q2 = pos + 2 < end ? __ldg(&words[pos + 2]) : 0u, q3 = pos + 3 < end ? __ldg(&words[pos + 3]) : 0u;
   for (std::uint64_t r = 0; r < rounds; ++r) {
     const std::uint64_t i0 = r * kStage;
-    std::uint32_t pack[kStage / 2];
-#pragma unroll
-    for (int k = 0; k < kStage; ++k) {
-      std::uint32_t sym = 0;
-      if (ok && i0 + k < len) {
-        if (avail <= 32 && pos < end) {
-          buf |= static_cast<std::uint64_t>(q0) << (32 - avail);
-          avail += 32;
-          ++pos;
-          q0 = q1, q1 = q2, q2 = q3;
-          q3 = pos + 3 < end ? __ldg(&words[pos + 3]) : 0u;
-        }
-        const int l = decode_one(lut, t, buf, sym);
-        if (l == 0 || l > avail) {
-          atomicOr(status, std::uint32_t(l == 0 ? huffman::impl::kBadCode : huffman::impl::kOverrun));
-          ok = false;  // as the portable decoder, stop this chunk (the caller throws)
-          len = 0;
-        } else {
-          buf <<= l;
-          avail -= l;
-        }
+    const int want = ok && i0 < len ? static_cast<int>(len - i0 < kStage ? len - i0 : kStage) : 0;
+    int got = 0;
+    while (got < want) {
+      if (avail <= 32 && pos < end) {
+        buf |= static_cast<std::uint64_t>(q0) << (32 - avail);
+        avail += 32;
+        ++pos;
+        q0 = q1, q1 = q2, q2 = q3;
+        q3 = pos + 3 < end ? __ldg(&words[pos + 3]) : 0u;
       }
-      if (k & 1)
-        pack[k >> 1] |= sym << 16;  // little-endian: the earlier symbol in the low half
-      else
-        pack[k >> 1] = sym;
+      const unsigned long long m = mlut[static_cast<std::uint32_t>(buf >> (64 - huffman::kLutBits))];
+      int take = static_cast<int>(m >> 60);
+      if (take > want - got) take = want - got;
+      while (take > 0 && static_cast<int>((m >> (44 + 4 * take)) & 15u) > avail) --take;
+      if (take > 0) {
+        const int bits = static_cast<int>((m >> (44 + 4 * take)) & 15u);
+        for (int k = 0; k < take; ++k) mine[got + k] = static_cast<std::uint16_t>(m >> (16 * k));
+        got += take;
+        buf <<= bits;
+        avail -= bits;
+        continue;
+      }
+      std::uint32_t sym = 0;
+      const int l = decode_one(lut, t, buf, sym);
+      if (l == 0 || l > avail) {
+        atomicOr(status, std::uint32_t(l == 0 ? huffman::impl::kBadCode : huffman::impl::kOverrun));
+        ok = false;  // as the portable decoder, stop this chunk (the caller throws)
+        len = 0;
+        break;
+      }
+      mine[got++] = static_cast<std::uint16_t>(sym);
+      buf <<= l;
+      avail -= l;
     }
-#pragma unroll
-    for (int k = 0; k < kStage / 8; ++k)
-      stage[threadIdx.x][k] = make_uint4(pack[4 * k], pack[4 * k + 1], pack[4 * k + 2], pack[4 * k + 3]);
     __syncwarp();
     // Lane l writes 16-byte piece (l & 3) of the staged symbols of lane 8m + (l >> 2).
 #pragma unroll
@@ -329,9 +363,13 @@ bool huffman_inflate(const Kokkos::Cuda& space, const std::uint32_t* words, std:
   if (blocks > 0x7FFFFFFFull) return false;
   // 16-byte stores need 16-byte aligned chunk starts.
   const bool vec = cs % 8 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  Kokkos::View<unsigned long long*, Kokkos::CudaSpace> mlut(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::huffman::multi_lut")), kLut);
+  build_multi_lut<<<kLut / 256, 256, 0, space.cuda_stream()>>>(t.lut, mlut.data());
+  check(cudaGetLastError(), "huffman build_multi_lut");
   inflate_kernel<<<static_cast<unsigned>(blocks), kInflateThreads, 0, space.cuda_stream()>>>(
-      words, n_words, chunk_offsets, cs, vec, t.lut, Tables{t.limit, t.first, t.offset, t.symbols}, out, n, nchunks,
-      status);
+      words, n_words, chunk_offsets, cs, vec, t.lut, mlut.data(), Tables{t.limit, t.first, t.offset, t.symbols}, out,
+      n, nchunks, status);
   check(cudaGetLastError(), "huffman inflate_kernel");
   return true;
 }
