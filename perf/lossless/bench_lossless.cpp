@@ -1,6 +1,7 @@
 // Lossless-pass designs on real Huffman output, data resident in the backend's memory.
 //   bench_lossless [--input field.f32 --type f32 | --kind turbulent] --dims 256,256,256
 //                  [--rel 1e-3] [--predictor lorenzo|interp] [--reps 5] [--backend openmp] [--json out.json]
+//                  [--tsv rows.tsv (appends one row per design)] [--dump bitstream.bin] [--label name]
 // Compresses the field with the pass off, takes the Huffman bitstream (segment
 // 3) and times, per design, encode and decode of that buffer on the device
 // (median of reps, device fenced inside the timed region; GB/s over the
@@ -36,7 +37,8 @@ struct Args {
   std::vector<u64> dims{256, 256, 256};
   double rel = 1e-3;
   int reps = 5;
-  std::string backend = "default", kind = "turbulent", input, type = "f32", predictor = "lorenzo", json, label;
+  std::string backend = "default", kind = "turbulent", input, type = "f32", predictor = "lorenzo", json, label, tsv,
+      dump;
 };
 
 Args parse(int argc, char** argv) {
@@ -60,6 +62,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--predictor") a.predictor = v;
     else if (k == "--json") a.json = v;
     else if (k == "--label") a.label = v;
+    else if (k == "--tsv") a.tsv = v;
+    else if (k == "--dump") a.dump = v;
   }
   return a;
 }
@@ -288,6 +292,7 @@ int bench(const Space& space, const Args& a) {
     std::memcpy(h.data(), seg.data, seg.size);
     Kokkos::deep_copy(words, h);
   }
+  if (!a.dump.empty()) std::ofstream(a.dump, std::ios::binary).write(reinterpret_cast<const char*>(seg.data), seg.size);
   const double ratio0 = double(in_bytes) / double(stream.size());
   std::printf("%s  %s  %s REL %g  %s  backend %s x%d  Huffman bitstream %llu bytes, stream ratio %.3f\n",
               data.c_str(), d.str().c_str(), a.type.c_str(), a.rel, a.predictor.c_str(), Space::name(),
@@ -302,6 +307,13 @@ int bench(const Space& space, const Args& a) {
                 r.ok ? "round trip ok" : "ROUND TRIP FAILED");
     all_ok = all_ok && r.ok;
     res.push_back(r);
+  }
+  if (!a.tsv.empty()) {  // data, predictor, rel, threads, design, input, stream, bitstream, coded bytes, enc s, dec s
+    std::ofstream t(a.tsv, std::ios::app);
+    for (const auto& r : res)
+      t << data << '\t' << a.predictor << '\t' << a.rel << '\t' << Space::concurrency() << '\t' << r.name << '\t'
+        << in_bytes << '\t' << stream.size() << '\t' << seg.size << '\t' << r.bytes << '\t' << r.enc_s << '\t'
+        << r.dec_s << '\n';
   }
   if (!a.json.empty()) {
     std::ofstream j(a.json);

@@ -513,8 +513,9 @@ struct Encoded {
   std::uint64_t size = 0;
 };
 
-// Encodes in.extent(0) bytes already in ExecSpace's memory. Synchronizes once
-// (to size the result); the gather is left in flight on space. Throws
+// Encodes in.extent(0) bytes already in ExecSpace's memory: per-block coding
+// into a staging copy, an exclusive scan of the stored sizes, then a gather.
+// Synchronizes twice (to size the result, and at the end). Throws
 // ksz::InvalidInput for a log2_block outside [kLog2BlockMin, kLog2BlockMax].
 template <class ExecSpace>
 Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> in,
