@@ -10,10 +10,13 @@
 //    shared memory (prediction never crosses a chunk), counts the hot bins
 //    around the center in registers and the rest in a shared histogram
 //    (cusz-i section VI-A), one flush per block. The q array disappears.
-//  - huffman_chunk_bits / huffman_deflate: a warp per chunk, coalesced symbol
-//    reads, lanes' bit offsets by a warp scan, lane-boundary words by atomicOr.
-//  - huffman_inflate: the decode table in shared memory and 16-byte stores of
-//    decoded symbols (the portable decoder writes 2 bytes per store, 8 KiB apart).
+//  - lorenzo_fused_compress3d / lorenzo_inverse3d: the 3D shape of the above
+//    and of the decompressor's inverse, a thread per x-row of a 16^3 chunk.
+//  - huffman_chunk_bits / huffman_deflate: a block per chunk, each thread a
+//    contiguous run of symbols read with 16-byte loads, bit offsets by a block
+//    scan, the chunk assembled in shared memory and written out coalesced.
+//  - huffman_inflate: the decode table in shared memory, a prefetch queue of
+//    bitstream words, 16-byte stores of decoded symbols.
 //
 // Every function returns false when it does not handle the case (shape, sizes,
 // disabled); the caller then runs the portable path.
@@ -25,6 +28,7 @@
 #include <cstring>
 
 #include "portable/quantize/prequant.hpp"
+#include "src/pipeline/workspace.hpp"
 
 namespace ksz::cuda_spec {
 
@@ -60,6 +64,40 @@ template <class T>
 bool lorenzo_fused_compress(const Kokkos::Cuda& space, const T* in, const LorenzoShape& shape,
                             const quantize::QuantParams& qp, std::uint32_t radius, std::uint16_t* codes,
                             std::uint64_t* hist, std::uint64_t& n_verbatim);
+
+// Sparse lists the 3D fused kernel emits directly (sorted increasing, as the
+// portable compaction returns them); valid false when they overflowed their
+// capacity (the caller compacts instead; the counts are exact either way).
+struct FusedLists {
+  Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> outlier_idx, verbatim_idx;
+  std::uint64_t n_outliers = 0, n_verbatim = 0;
+  bool valid = false;
+  // Owners of the buffers above when they were allocated for this call (a
+  // workspace lease not granted); empty when the workspace owns them.
+  Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> keep[4];
+};
+
+// The 3D fast path of lorenzo_fused_compress (16^3 chunks, radius <= 2048):
+// a thread per x-row, vector loads and stores, warp-aggregated histogram,
+// outlier and verbatim indices emitted in the same pass.
+// Its buffers come from ws (held by the caller until the lists are consumed).
+template <class T>
+bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const LorenzoShape& shape,
+                              const quantize::QuantParams& qp, std::uint32_t radius, std::uint16_t* codes,
+                              std::uint64_t* hist, FusedLists& lists,
+                              pipeline::Workspace<Kokkos::CudaSpace>::Lease& ws);
+
+// Lorenzo inverse + dequantization for 16^3 chunks, as
+// lorenzo::reconstruct_dequantize computes it (zeros = number of code-0
+// elements), reading outlier residuals from the increasing index list
+// (oidx, oval: n_out entries) instead of a dense array.
+inline bool lorenzo_inverse3d_applies(const std::uint32_t chunk[3]) {
+  return enabled() && chunk[0] == 16 && chunk[1] == 16 && chunk[2] == 16;
+}
+template <class T>
+bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, const std::uint64_t* oidx,
+                       const std::int32_t* oval, std::uint64_t n_out, const LorenzoShape& shape,
+                       std::uint32_t radius, double step, T* out, std::uint64_t& zeros);
 
 // offsets[c] = words of chunk c; status |= 1 on a symbol without code.
 bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,

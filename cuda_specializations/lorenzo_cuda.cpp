@@ -3,6 +3,9 @@
 // cuda_specializations.hpp for the contract (same results as portable/).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cub/cub.cuh>
+
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -235,6 +238,405 @@ bool lorenzo_fused_compress(const Kokkos::Cuda& space, const T* in, const Lorenz
   n_verbatim = hv;
   return true;
 }
+
+// ------------------------------------------------ 3D fast path (16^3 chunks)
+//
+// 256 threads a 16^3 chunk. Global memory is touched in quads: four
+// consecutive elements of an x-row per lane, four lanes a row, so one warp
+// instruction covers eight whole 64-byte rows (measured on an H200 for
+// 512 MiB of stores: 0.18 ms this way, 1.07 ms with a thread per row and
+// 2.06 ms with scalar stores down a row: perf/probe/store_patterns.cu).
+// The x-direction of the predictor (and of its inverse) is done in the quad
+// and across the four lanes by shuffles; y and z go through a shared tile
+// padded to 17 words a row. Prediction identity: with r = q - q(x-1) the
+// x-differences, the 3D Lorenzo residual is r - r(y-1) - r(z-1) +
+// r(y-1,z-1), all mod 2^32, equal to lorenzo::residual term by term.
+
+namespace {
+
+constexpr int kRowLen = 16;
+constexpr int kRowPad = 17;
+constexpr int kRows = 256;                 // threads a chunk, and rows of a chunk
+constexpr std::uint32_t kMaxBins3 = 4096;  // shared histogram of the 3D path (16 KiB)
+
+struct Geo3 {
+  std::uint64_t n0, n1, n2;
+  std::uint64_t k0, k1, k2;  // chunks along each dimension
+};
+
+struct Quad {
+  std::uint64_t base;  // global index of the quad's first element
+  int row, q;          // row of the chunk (y + 16 z) and quad within it
+  int valid;           // elements of the quad inside the field, 0..4
+};
+
+// A chunk's origin, decomposed once per chunk (64-bit div/mod is dozens of
+// instructions: per quad it was about two per element).
+struct ChunkAt {
+  std::uint64_t x0, y0, z0;
+};
+
+__device__ __forceinline__ ChunkAt chunk_at(const Geo3& g, std::uint64_t ch) {
+  const std::uint64_t t = ch / g.k0, cz = t / g.k1;
+  return ChunkAt{(ch - t * g.k0) * kRowLen, (t - cz * g.k1) * kRowLen, cz * kRowLen};
+}
+
+__device__ __forceinline__ Quad quad_of(const Geo3& g, const ChunkAt& c, int j) {
+  Quad Q;
+  Q.row = j >> 2;
+  Q.q = j & 3;
+  const std::uint64_t x = c.x0 + 4 * Q.q, y = c.y0 + (Q.row & 15), z = c.z0 + (Q.row >> 4);
+  Q.base = x + g.n0 * (y + g.n1 * z);
+  Q.valid = (y < g.n1 && z < g.n2 && x < g.n0) ? static_cast<int>(g.n0 - x < 4 ? g.n0 - x : 4) : 0;
+  return Q;
+}
+
+template <class T>
+__device__ __forceinline__ void load_quad(const T* __restrict__ in, const Quad& Q, bool aligned, T v[4]) {
+  if (aligned && Q.valid == 4 && (Q.base * sizeof(T)) % 16 == 0) {
+    if constexpr (sizeof(T) == 4) {
+      const float4 f = __ldg(reinterpret_cast<const float4*>(in + Q.base));
+      v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+    } else {
+      const double2 a = __ldg(reinterpret_cast<const double2*>(in + Q.base));
+      const double2 b = __ldg(reinterpret_cast<const double2*>(in + Q.base) + 1);
+      v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = i < Q.valid ? in[Q.base + i] : T(0);
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void store_quad(T* __restrict__ out, const Quad& Q, bool aligned, const T v[4]) {
+  if (aligned && Q.valid == 4 && (Q.base * sizeof(T)) % 16 == 0) {
+    if constexpr (sizeof(T) == 4) {
+      *reinterpret_cast<float4*>(out + Q.base) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+      reinterpret_cast<double2*>(out + Q.base)[0] = make_double2(v[0], v[1]);
+      reinterpret_cast<double2*>(out + Q.base)[1] = make_double2(v[2], v[3]);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (i < Q.valid) out[Q.base + i] = v[i];
+  }
+}
+
+// Appends the flagged elements (bits of mask, at base + bit) to list with one
+// atomic a warp; past cap only the count grows (the caller then falls back).
+// A warp-collective: every lane calls it.
+__device__ __forceinline__ void append_flagged(std::uint32_t mask, std::uint64_t base,
+                                               unsigned long long* counter, std::uint64_t* list, std::uint64_t cap) {
+  const std::uint32_t cnt = __popc(mask);
+  const std::uint32_t incl = warp::scan_inclusive(cnt);
+  const std::uint32_t total = __shfl_sync(warp::kFull, incl, 31);
+  if (total == 0) return;
+  unsigned long long start = 0;
+  if ((threadIdx.x & 31) == 31) start = atomicAdd(counter, static_cast<unsigned long long>(total));
+  start = __shfl_sync(warp::kFull, start, 31);
+  std::uint64_t at = start + incl - cnt;
+  while (mask) {
+    const int k = __ffs(mask) - 1;
+    mask &= mask - 1;
+    if (at < cap) list[at] = base + k;
+    ++at;
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kRows)
+    fused3d_kernel(const T* __restrict__ in, Geo3 g, bool aligned, quantize::QuantParams qp, std::uint32_t radius,
+                   std::uint16_t* __restrict__ codes, unsigned long long* __restrict__ hist,
+                   unsigned long long* __restrict__ counters, std::uint64_t* __restrict__ out_list,
+                   std::uint64_t* __restrict__ verb_list, std::uint64_t cap) {
+  __shared__ std::uint32_t rs[kRows * kRowPad];
+  extern __shared__ std::uint32_t lh[];
+  const std::uint32_t nbins = 2 * radius;
+  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x) lh[b] = 0;
+  const int t = threadIdx.x, lane = t & 31;
+  const std::int32_t R = static_cast<std::int32_t>(radius);
+  const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
+  for (std::uint64_t ch = blockIdx.x; ch < nchunks; ch += gridDim.x) {
+    const ChunkAt cpos = chunk_at(g, ch);
+    std::uint32_t r[4][4];
+    std::uint32_t vmask[4];
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const Quad Q = quad_of(g, cpos, t + kRows * m);
+      T v[4];
+      load_quad<T>(in, Q, aligned, v);
+      std::uint32_t qv[4];
+      vmask[m] = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        std::int32_t qi = 0;
+        if (i < Q.valid && !quantize::prequantize<T>(v[i], qp, qi)) vmask[m] |= 1u << i;
+        qv[i] = static_cast<std::uint32_t>(qi);
+      }
+      // The element before the quad's first: the last of the lane before, 0 at the row start.
+      std::uint32_t prev = __shfl_up_sync(warp::kFull, qv[3], 1, 4);
+      if (Q.q == 0) prev = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        r[m][i] = qv[i] - prev;
+        prev = qv[i];
+      }
+    }
+    __syncthreads();  // the previous chunk's tile is consumed
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const int j = t + kRows * m, row = j >> 2, q = j & 3;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) rs[row * kRowPad + 4 * q + i] = r[m][i];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const Quad Q = quad_of(g, cpos, t + kRows * m);
+      const bool hy = (Q.row & 15) != 0, hz = (Q.row >> 4) != 0;
+      std::uint32_t c[4];
+      std::uint32_t omask = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int at = Q.row * kRowPad + 4 * Q.q + i;
+        std::uint32_t d = r[m][i];
+        if (hy) d -= rs[at - kRowPad];
+        if (hz) d -= rs[at - 16 * kRowPad];
+        if (hy && hz) d += rs[at - 17 * kRowPad];
+        const std::int32_t ds = static_cast<std::int32_t>(d);
+        c[i] = (ds > -R && ds < R) ? static_cast<std::uint32_t>(ds + R) : 0u;
+        if (c[i] == 0 && i < Q.valid) omask |= 1u << i;
+      }
+      if (aligned && Q.valid == 4 && Q.base % 4 == 0) {
+        *reinterpret_cast<uint2*>(codes + Q.base) = make_uint2(c[0] | c[1] << 16, c[2] | c[3] << 16);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          if (i < Q.valid) codes[Q.base + i] = static_cast<std::uint16_t>(c[i]);
+      }
+      // Histogram: lanes holding the same code add once (warp aggregation).
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const bool valid = i < Q.valid;
+        const std::uint32_t key = valid ? c[i] : 0xFFFFFFFFu;
+        const std::uint32_t peers = __match_any_sync(warp::kFull, key);
+        if (valid && lane == __ffs(peers) - 1) atomicAdd(&lh[c[i]], static_cast<std::uint32_t>(__popc(peers)));
+      }
+      append_flagged(omask, Q.base, &counters[1], out_list, cap);
+      append_flagged(vmask[m], Q.base, &counters[0], verb_list, cap);
+    }
+  }
+  __syncthreads();
+  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x)
+    if (lh[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(lh[b]));
+}
+
+// The residual of outlier element i: a binary search of the increasing index
+// list (outliers are rare; this replaces a dense n-element scatter array).
+// 0 when i is not listed: the caller's count checks then reject the stream.
+__device__ __forceinline__ std::int32_t outlier_at(const std::uint64_t* __restrict__ idx,
+                                                   const std::int32_t* __restrict__ val, std::uint64_t count,
+                                                   std::uint64_t i) {
+  std::uint64_t lo = 0, hi = count;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    if (idx[mid] < i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < count && idx[lo] == i ? val[lo] : 0;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kRows)
+    inverse3d_kernel(const std::uint16_t* __restrict__ codes, const std::uint64_t* __restrict__ oidx,
+                     const std::int32_t* __restrict__ oval, std::uint64_t n_out, Geo3 g,
+                     bool aligned_codes, bool aligned_out, std::uint32_t radius, double step, T* __restrict__ out,
+                     unsigned long long* __restrict__ zeros) {
+  __shared__ std::uint32_t s[kRows * kRowPad];
+  const int t = threadIdx.x;
+  const int cx = t & 15, cw = t >> 4;  // column walks: x and the other in-chunk index
+  std::uint32_t zc = 0;
+  const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
+  for (std::uint64_t ch = blockIdx.x; ch < nchunks; ch += gridDim.x) {
+    const ChunkAt cpos = chunk_at(g, ch);
+    __syncthreads();  // the previous chunk's tile is consumed
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const Quad Q = quad_of(g, cpos, t + kRows * m);
+      std::uint32_t c[4];
+      if (aligned_codes && Q.valid == 4 && Q.base % 4 == 0) {
+        const uint2 u = __ldg(reinterpret_cast<const uint2*>(codes + Q.base));
+        c[0] = u.x & 0xFFFFu, c[1] = u.x >> 16, c[2] = u.y & 0xFFFFu, c[3] = u.y >> 16;
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) c[i] = i < Q.valid ? codes[Q.base + i] : radius;  // radius: residual 0
+      }
+      std::uint32_t v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (c[i] == 0) {
+          ++zc;
+          v[i] = static_cast<std::uint32_t>(outlier_at(oidx, oval, n_out, Q.base + i));
+        } else {
+          v[i] = c[i] - radius;
+        }
+      }
+      // Prefix sum along x: inside the quad, then across the row's four lanes.
+      v[1] += v[0], v[2] += v[1], v[3] += v[2];
+      std::uint32_t incl = v[3];
+#pragma unroll
+      for (int d = 1; d < 4; d <<= 1) {
+        const std::uint32_t u = __shfl_up_sync(warp::kFull, incl, d, 4);
+        if (Q.q >= d) incl += u;
+      }
+      const std::uint32_t before = incl - v[3];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) s[Q.row * kRowPad + 4 * Q.q + i] = v[i] + before;
+    }
+    __syncthreads();
+    std::uint32_t acc = 0;  // along y: rows cw*16 + y
+#pragma unroll
+    for (int y = 0; y < 16; ++y) {
+      const int i = (cw * 16 + y) * kRowPad + cx;
+      acc += s[i];
+      s[i] = acc;
+    }
+    __syncthreads();
+    acc = 0;  // along z: rows z*16 + cw
+#pragma unroll
+    for (int z = 0; z < 16; ++z) {
+      const int i = (z * 16 + cw) * kRowPad + cx;
+      acc += s[i];
+      s[i] = acc;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < 4; ++m) {
+      const Quad Q = quad_of(g, cpos, t + kRows * m);
+      T v[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        v[i] = quantize::reconstruct<T>(static_cast<std::int32_t>(s[Q.row * kRowPad + 4 * Q.q + i]), step);
+      store_quad<T>(out, Q, aligned_out, v);
+    }
+  }
+  zc = warp::reduce_add(zc);
+  if ((t & 31) == 0 && zc) atomicAdd(zeros, static_cast<unsigned long long>(zc));
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+using WS = pipeline::Workspace<Kokkos::CudaSpace>;
+
+// Sorts count keys of idx increasingly through alt (CUB's double buffer);
+// returns the buffer that holds the result.
+std::uint64_t* sort_indices(const Kokkos::Cuda& space, std::uint64_t* idx, std::uint64_t* alt, std::uint64_t count,
+                            std::uint64_t n, WS::Lease& ws) {
+  if (count < 2) return idx;
+  int end_bit = 1;
+  while (end_bit < 64 && (std::uint64_t(1) << end_bit) < n) ++end_bit;
+  cub::DoubleBuffer<std::uint64_t> keys(idx, alt);
+  std::size_t temp_bytes = 0;
+  check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys, static_cast<int>(count), 0, end_bit,
+                                       space.cuda_stream()),
+        "radix sort size");
+  auto temp = ws.get<unsigned char>(WS::kSortTemp, temp_bytes, "ksz::sort_temp");
+  check(cub::DeviceRadixSort::SortKeys(temp.data(), temp_bytes, keys, static_cast<int>(count), 0, end_bit,
+                                       space.cuda_stream()),
+        "radix sort");
+  return keys.Current();
+}
+
+}  // namespace
+
+template <class T>
+bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const LorenzoShape& s,
+                              const quantize::QuantParams& qp, std::uint32_t radius, std::uint16_t* codes,
+                              std::uint64_t* hist, FusedLists& lists, WS::Lease& ws) {
+  if (!enabled()) return false;
+  if (s.c0 != kRowLen || s.c1 != kRowLen || s.c2 != kRowLen) return false;
+  if (radius < 1 || 2 * std::uint64_t(radius) > kMaxBins3) return false;
+  const std::uint64_t n = s.n0 * s.n1 * s.n2;
+  if (n == 0 || n > (std::uint64_t(1) << 31) * 64) return false;
+  const Geo3 g{s.n0, s.n1, s.n2, (s.n0 + 15) / 16, (s.n1 + 15) / 16, (s.n2 + 15) / 16};
+  const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
+  // Lists sized for the usual case; a field with more outliers than this
+  // takes the compaction path (the count is still exact). The radix sort
+  // takes int counts.
+  const std::uint64_t cap = std::min<std::uint64_t>({std::max<std::uint64_t>(65536, n / 64), n, 0x7FFFFFFFull});
+  auto ol = ws.get<std::uint64_t>(WS::kOutliers, cap, "ksz::outlier_index");
+  auto vl = ws.get<std::uint64_t>(WS::kVerbatim, cap, "ksz::verbatim_index");
+  auto counters = ws.get<unsigned long long>(WS::kCounters, 2, "ksz::fused_counters");
+  cudaStream_t st = space.cuda_stream();
+  check(cudaMemsetAsync(counters.data(), 0, 2 * sizeof(unsigned long long), st), "counters reset");
+  check(cudaMemsetAsync(hist, 0, 2 * std::size_t(radius) * sizeof(std::uint64_t), st), "histogram reset");
+  const std::uint64_t blocks_cap = std::uint64_t(sm_count()) * 8;
+  const int blocks = static_cast<int>(nchunks < blocks_cap ? nchunks : blocks_cap);
+  fused3d_kernel<T><<<blocks, kRows, 2 * std::size_t(radius) * sizeof(std::uint32_t), st>>>(
+      in, g, aligned16(in) && aligned16(codes), qp, radius, codes, reinterpret_cast<unsigned long long*>(hist),
+      counters.data(), ol.data(), vl.data(), cap);
+  check(cudaGetLastError(), "fused3d_kernel");
+  unsigned long long hc[2] = {0, 0};
+  check(cudaMemcpyAsync(hc, counters.data(), sizeof(hc), cudaMemcpyDeviceToHost, st), "fused counters copy");
+  check(cudaStreamSynchronize(st), "fused3d sync");
+  lists.n_verbatim = hc[0];
+  lists.n_outliers = hc[1];
+  lists.valid = hc[0] <= cap && hc[1] <= cap;
+  if (lists.valid) {
+    std::uint64_t* o = ol.data();
+    std::uint64_t* v = vl.data();
+    auto oa = ws.get<std::uint64_t>(WS::kOutliersAlt, hc[1], "ksz::outlier_alt");
+    auto va = ws.get<std::uint64_t>(WS::kVerbatimAlt, hc[0], "ksz::verbatim_alt");
+    o = sort_indices(space, o, oa.data(), hc[1], n, ws);
+    v = sort_indices(space, v, va.data(), hc[0], n, ws);
+    lists.keep[0] = ol, lists.keep[1] = vl, lists.keep[2] = oa, lists.keep[3] = va;
+    lists.outlier_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(o, hc[1]);
+    lists.verbatim_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(v, hc[0]);
+  }
+  return true;
+}
+
+template <class T>
+bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, const std::uint64_t* oidx,
+                       const std::int32_t* oval, std::uint64_t n_out, const LorenzoShape& s, std::uint32_t radius,
+                       double step, T* out, std::uint64_t& zeros) {
+  if (!enabled()) return false;
+  if (s.c0 != kRowLen || s.c1 != kRowLen || s.c2 != kRowLen) return false;
+  const std::uint64_t n = s.n0 * s.n1 * s.n2;
+  if (n == 0) return false;
+  const Geo3 g{s.n0, s.n1, s.n2, (s.n0 + 15) / 16, (s.n1 + 15) / 16, (s.n2 + 15) / 16};
+  const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
+  Kokkos::View<unsigned long long*, Kokkos::CudaSpace> z(std::string("ksz::inverse_zeros"), 1);
+  cudaStream_t st = space.cuda_stream();
+  const std::uint64_t blocks_cap = std::uint64_t(sm_count()) * 8;
+  const int blocks = static_cast<int>(nchunks < blocks_cap ? nchunks : blocks_cap);
+  inverse3d_kernel<T><<<blocks, kRows, 0, st>>>(codes, oidx, oval, n_out, g, aligned16(codes), aligned16(out), radius,
+                                                step, out,
+                                                z.data());
+  check(cudaGetLastError(), "inverse3d_kernel");
+  unsigned long long hz = 0;
+  check(cudaMemcpyAsync(&hz, z.data(), sizeof(hz), cudaMemcpyDeviceToHost, st), "inverse zeros copy");
+  check(cudaStreamSynchronize(st), "inverse3d sync");
+  zeros = hz;
+  return true;
+}
+
+template bool lorenzo_fused_compress3d<float>(const Kokkos::Cuda&, const float*, const LorenzoShape&,
+                                              const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
+                                              std::uint64_t*, FusedLists&, WS::Lease&);
+template bool lorenzo_fused_compress3d<double>(const Kokkos::Cuda&, const double*, const LorenzoShape&,
+                                               const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
+                                               std::uint64_t*, FusedLists&, WS::Lease&);
+template bool lorenzo_inverse3d<float>(const Kokkos::Cuda&, const std::uint16_t*, const std::uint64_t*,
+                                       const std::int32_t*, std::uint64_t, const LorenzoShape&, std::uint32_t, double,
+                                       float*, std::uint64_t&);
+template bool lorenzo_inverse3d<double>(const Kokkos::Cuda&, const std::uint16_t*, const std::uint64_t*,
+                                       const std::int32_t*, std::uint64_t, const LorenzoShape&, std::uint32_t, double,
+                                       double*, std::uint64_t&);
 
 template bool finite_minmax<float>(const Kokkos::Cuda&, const float*, std::uint64_t, double&, double&);
 template bool finite_minmax<double>(const Kokkos::Cuda&, const double*, std::uint64_t, double&, double&);

@@ -10,6 +10,7 @@ OUT=${OUT:-/tmp/ksz-out}
 mkdir -p "$OUT"
 # Tests find the CLI and golden files by the absolute paths of the build machine.
 [ -e /work/main ] || { mkdir -p /work && ln -s "$R" /work/main; }
+[ -f .gpu/bins.tgz ] && tar -C .gpu -xzf .gpu/bins.tgz && rm .gpu/bins.tgz
 mkdir -p build-cuda build-openmp
 cp .gpu/ksz-cuda build-cuda/ksz
 cp .gpu/ksz-omp build-openmp/ksz

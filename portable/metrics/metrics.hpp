@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "portable/quantize/prequant.hpp"
 #include "src/api/quality.hpp"
 #include "src/core/error.hpp"
 #include "src/core/types.hpp"
@@ -294,10 +295,19 @@ struct Pattern3 {
         for (std::uint64_t x = x0 + w0 - step; x < x0 + w0; ++x) column(x, y0, z0, 1.0, m);
       }
       if (m[5] != 0) continue;  // window touches an excluded element
+      // Every product rounded once (no contraction into FMAs, which CUDA does
+      // and CPUs may not): identical windows then give numerator == denominator,
+      // so SSIM is exactly 1, and backends agree.
+      using quantize::add_rn;
+      using quantize::mul_rn;
       const double ma = m[0] / cnt, mb = m[1] / cnt;
-      const double va = m[2] / cnt - ma * ma, vb = m[3] / cnt - mb * mb, cov = m[4] / cnt - ma * mb;
+      const double va = m[2] / cnt - mul_rn(ma, ma), vb = m[3] / cnt - mul_rn(mb, mb);
+      const double cov = m[4] / cnt - mul_rn(ma, mb);
       const double ua = ma + shift, ub = mb + shift;  // luminance needs the unshifted means
-      const double s = ((2 * ua * ub + c1) * (2 * cov + c2)) / ((ua * ua + ub * ub + c1) * (va + vb + c2));
+      const double pab = mul_rn(ua, ub);
+      const double lum_num = add_rn(add_rn(pab, pab), c1), lum_den = add_rn(add_rn(mul_rn(ua, ua), mul_rn(ub, ub)), c1);
+      const double con_num = add_rn(add_rn(cov, cov), c2), con_den = add_rn(add_rn(va, vb), c2);
+      const double s = mul_rn(lum_num, con_num) / mul_rn(lum_den, con_den);
       ++v.windows;
       v.sum += s;
       if (s < v.min) v.min = s;

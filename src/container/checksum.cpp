@@ -3,6 +3,11 @@
 #include <array>
 #include <cstring>
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <nmmintrin.h>
+#define KSZ_CRC32C_HW 1
+#endif
+
 namespace ksz::container {
 namespace {
 // Slicing-by-8 tables for the reflected polynomial 0x82F63B78.
@@ -22,9 +27,40 @@ const Tables& tables() {
   static const Tables tb;
   return tb;
 }
+
+#if defined(KSZ_CRC32C_HW)
+// SSE4.2's crc32 instruction computes exactly this CRC (Castagnoli,
+// reflected): 8 bytes a step, several times the table's speed. Chosen at run
+// time; the table version below stays the reference (the tests pin both).
+__attribute__((target("sse4.2"))) std::uint32_t crc32c_hw(const unsigned char* p, std::size_t size,
+                                                           std::uint32_t crc) {
+  std::uint64_t c = ~crc;
+  while (size >= 8) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    c = _mm_crc32_u64(c, v);
+    p += 8;
+    size -= 8;
+  }
+  std::uint32_t c32 = static_cast<std::uint32_t>(c);
+  while (size--) c32 = _mm_crc32_u8(c32, *p++);
+  return ~c32;
+}
+bool have_sse42() {
+  static const bool yes = __builtin_cpu_supports("sse4.2");
+  return yes;
+}
+#endif
 }  // namespace
 
 std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t crc) {
+#if defined(KSZ_CRC32C_HW)
+  if (have_sse42()) return crc32c_hw(static_cast<const unsigned char*>(data), size, crc);
+#endif
+  return crc32c_portable(data, size, crc);
+}
+
+std::uint32_t crc32c_portable(const void* data, std::size_t size, std::uint32_t crc) {
   const auto& t = tables().t;
   const auto* p = static_cast<const unsigned char*>(data);
   crc = ~crc;

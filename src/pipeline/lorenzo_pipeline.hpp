@@ -22,8 +22,8 @@ struct LorenzoPipeline {
   static std::vector<std::uint8_t> compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
                                             const Dims& dims, const Options& opt, Report* report);
 
-  // Decodes a parsed stream (header dtype must match T) into `out`, which is
-  // (re)allocated to the element count.
+  // Decodes a parsed stream (header dtype must match T) into `out`: reused
+  // when it already holds the element count (contiguous), else allocated.
   template <class T>
   static void decompress(const ExecSpace& space, const container::Parsed& stream, Kokkos::View<T*, Mem>& out,
                          Report* report);

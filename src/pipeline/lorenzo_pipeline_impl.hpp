@@ -16,6 +16,7 @@
 #include "src/pipeline/lorenzo_pipeline.hpp"
 #include "src/pipeline/pipeline_common.hpp"
 #include "src/pipeline/stage_timer.hpp"
+#include "src/pipeline/workspace.hpp"
 
 namespace ksz::pipeline {
 namespace impl {
@@ -66,15 +67,32 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const lorenzo::Geometry g = geometry(dims, chunk);
 
   const std::uint32_t nsym = 2 * opt.radius;
-  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+  typename Workspace<Mem>::Lease ws;
+  const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
   Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
   Kokkos::View<std::int32_t*, Mem> q;  // stays empty on the fused path
   std::uint64_t n_verbatim = 0;
   bool fused = false;
+  Kokkos::View<const std::uint64_t*, Mem> out_idx, verb_idx;
+  bool have_lists = false;  // the fused kernel already listed outliers and verbatim elements
 #if defined(KSZ_HAVE_CUDA)
-  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
-    fused = cuda_spec::lorenzo_fused_compress<T>(space, in.data(), {g.n0, g.n1, g.n2, g.c0, g.c1, g.c2}, qp,
-                                                 opt.radius, codes.data(), hist.data(), n_verbatim);
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    const cuda_spec::LorenzoShape cs{g.n0, g.n1, g.n2, g.c0, g.c1, g.c2};
+    cuda_spec::FusedLists lists;
+    fused = cuda_spec::lorenzo_fused_compress3d<T>(space, in.data(), cs, qp, opt.radius, codes.data(), hist.data(),
+                                                   lists, ws);
+    if (fused) {
+      n_verbatim = lists.n_verbatim;
+      if (lists.valid) {
+        out_idx = lists.outlier_idx;
+        verb_idx = lists.verbatim_idx;
+        have_lists = true;
+      }
+    } else {
+      fused = cuda_spec::lorenzo_fused_compress<T>(space, in.data(), cs, qp, opt.radius, codes.data(), hist.data(),
+                                                   n_verbatim);
+    }
+  }
 #endif
   if (fused) {
     timer.mark("prequant+predict+histogram (fused)");
@@ -92,18 +110,18 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
   timer.mark("codebook");
 
-  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk);
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws);
   timer.mark("huffman encode");
 
   // Sparse lists by prefix-scan compaction (increasing order on every
   // backend); their sizes are already known, so empty lists cost nothing.
   const std::uint64_t n_outliers = hist_h(0);
-  Kokkos::View<const std::uint64_t*, Mem> out_idx, verb_idx;
-  if (n_outliers)
+  KSZ_EXPECTS(!have_lists || out_idx.extent(0) == n_outliers, "internal: outlier list and histogram disagree");
+  if (n_outliers && !have_lists)
     out_idx = outliers::compact_indices(
         space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::outlier_index",
         n_outliers);
-  if (n_verbatim)
+  if (n_verbatim && !have_lists)
     verb_idx = outliers::compact_indices(
         space, n,
         KOKKOS_LAMBDA(const std::uint64_t i) {
@@ -133,9 +151,11 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   timer.mark("outliers");
 
   // Segments to the host, then the container.
+  LosslessId pass = LosslessId::None;
+  const auto words = words_segment(space, enc.words, enc.n_words, opt.lossless, pass, report);
+  if (opt.lossless != LosslessId::None) timer.mark("lossless pass");
   std::vector<std::uint8_t> lengths(book.lengths.begin(), book.lengths.end());
   const auto offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
-  const auto words = to_host_bytes(enc.words, enc.n_words);
   const auto oi = pack_indices(out_idx, n);
   const auto ov = to_host_bytes(out_val, out_val.extent(0));
   const auto vi = pack_indices(verb_idx, n);
@@ -147,6 +167,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   h.mode = opt.mode;
   h.predictor = PredictorId::Lorenzo;
   h.codec = CodecId::Huffman;
+  h.lossless = pass;
   h.user_bound = opt.bound;
   h.abs_bound = abs_bound;
   h.value_min = range.min;
@@ -201,9 +222,7 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   const std::uint64_t n_out = h.u64(Param::OutlierCount), n_verb = h.u64(Param::VerbatimCount);
   KSZ_STREAM_CHECK(n_out <= n && n_verb <= n, "outlier counts exceed the element count");
 
-  const auto& words_seg = s.require(SegmentId::HuffmanWords);
-  KSZ_STREAM_CHECK(words_seg.size % 4 == 0, "Huffman words segment is not whole words");
-  const std::uint64_t n_words = words_seg.size / 4;
+  const std::uint64_t n_words = huffman_word_count(s);  // after the lossless pass, if any
   // Every symbol takes at least one bit: a header claiming more elements than
   // the stream has bits is corrupt (and would make us allocate absurd memory).
   KSZ_STREAM_CHECK(n <= n_words * 32, "header claims ", n, " elements but the stream holds at most ",
@@ -211,12 +230,13 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   const std::uint64_t n_chunks = (n + hchunk - 1) / hchunk;
 
   StageTimer<ExecSpace> timer(space, report);
+  auto words = huffman_words<ExecSpace>(space, s, n_words);
+  if (h.lossless != LosslessId::None) timer.mark("lossless decode");
   const auto& len_seg = s.require(SegmentId::HuffmanLengths);
   KSZ_STREAM_CHECK(len_seg.size == 2ull * radius, "codebook has ", len_seg.size, " lengths, expected ",
                    2ull * radius);
   const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
-  auto words = to_device<std::uint32_t>(space, words_seg, n_words, "Huffman words");
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
   auto oi = unpack_indices(space, s.require(SegmentId::OutlierIndex), n_out, n, "outlier");
@@ -225,22 +245,48 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   auto vv = to_device<T>(space, s.require(SegmentId::VerbatimValue), n_verb, "verbatim values");
   timer.mark("copy to device");
 
-  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+  typename Workspace<Mem>::Lease ws;
+  const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
   huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes);
   timer.mark("huffman decode");
 
+  const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
+  bool sparse_inverse = false;  // the CUDA 3D inverse reads the outlier list itself
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) sparse_inverse = cuda_spec::lorenzo_inverse3d_applies(c3);
+#endif
   // Outlier residuals at their positions; read only where the code is 0.
-  Kokkos::View<std::int32_t*, Mem> dense(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_dense"), n);
-  outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, dense);
+  Kokkos::View<std::int32_t*, Mem> dense;
+  if (!sparse_inverse) {
+    dense = Kokkos::View<std::int32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_dense"), n);
+    outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, dense);
+  }
   std::uint64_t mismatched = 0;
   Kokkos::parallel_reduce("ksz::check_outlier_positions", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
                           NonZeroCodeAt<Mem>{codes, oi}, mismatched);
   timer.mark("outliers");
 
-  const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
-  out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
-  const std::uint64_t zeros =
-      lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geometry(h.dims, c3), codes, dense, radius, step, out);
+  // A caller's output of the right size is reused (device-resident callers
+  // keep one buffer across calls); anything else is replaced.
+  if (out.extent(0) != n || !out.span_is_contiguous())
+    out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
+  const lorenzo::Geometry geo = geometry(h.dims, c3);
+  std::uint64_t zeros = 0;
+  bool inverted = false;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    if (sparse_inverse)
+      inverted = cuda_spec::lorenzo_inverse3d<T>(space, codes.data(), oi.data(), ov.data(), n_out,
+                                                 {geo.n0, geo.n1, geo.n2, geo.c0, geo.c1, geo.c2}, radius, step,
+                                                 out.data(), zeros);
+#endif
+  if (!inverted) {
+    if (sparse_inverse) {  // not taken after all: build the dense residuals now
+      dense = Kokkos::View<std::int32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_dense"), n);
+      outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, dense);
+    }
+    zeros = lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, radius, step, out);
+  }
   // Outliers are exactly the code-0 positions: same count, every index a 0.
   KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);

@@ -33,6 +33,15 @@ TEST(Crc32c, KnownVectors) {
   EXPECT_EQ(container::crc32c(inc.data(), 32), 0x46DD794Eu);
   const char* s = "123456789";
   EXPECT_EQ(container::crc32c(s, 9), 0xE3069283u);
+  // The hardware path (where the CPU has one) equals the table reference at
+  // every length and alignment, and when continued across pieces.
+  std::vector<unsigned char> buf(1000);
+  for (std::size_t k = 0; k < buf.size(); ++k) buf[k] = static_cast<unsigned char>(k * 131 + 7);
+  for (std::size_t off = 0; off < 9; ++off)
+    for (std::size_t len : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(8), std::size_t(9), std::size_t(63), std::size_t(500), 991 - off})
+      EXPECT_EQ(container::crc32c(buf.data() + off, len), container::crc32c_portable(buf.data() + off, len));
+  const std::uint32_t part = container::crc32c(buf.data(), 333);
+  EXPECT_EQ(container::crc32c(buf.data() + 333, 667, part), container::crc32c_portable(buf.data(), 1000));
 }
 
 TEST(Container, HeaderAndSegmentsRoundTrip) {

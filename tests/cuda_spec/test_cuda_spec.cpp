@@ -50,7 +50,9 @@ void run_matrix() {
       {{300, 200}, Pattern::Smooth, 1e-5, 4096, 4096},   // 2D, largest specialized radius
       {{130, 70}, Pattern::Noisy, 1e-3, 8192, 333},      // beyond it: portable fallback inside
       {{100003}, Pattern::Spiky, 1e-4, 512, 4096},       // 1D
-      {{16, 16, 16}, Pattern::Constant, 1e-3, 512, 4096}  // one chunk, one symbol
+      {{16, 16, 16}, Pattern::Constant, 1e-3, 512, 4096},  // one chunk, one symbol
+      {{128, 128, 64}, Pattern::Noisy, 1e-7, 512, 2048},   // outliers beyond the fused lists' capacity
+      {{96, 32, 20}, Pattern::Smooth, 1e-4, 2048, 8192}    // largest 3D fast-path radius, 8192-symbol chunks
   };
   for (const Case& c : cases) {
     const Dims d = dims_of(c.ext);
