@@ -27,8 +27,8 @@ TOTALS = ("TOTAL kernels", "TOTAL end-to-end")
 STAGE_ORDER = {
     "compress": ["value range", "auto-tune", "block plan", "prequantize", "predict+quantize",
                  "prequant+predict+histogram (fused)", "histogram", "codebook", "huffman encode", "offsets",
-                 "block encode", "outliers", "gather+container"],
-    "decompress": ["copy to device", "huffman decode", "offsets", "block decode", "outliers",
+                 "block encode", "outliers", "lossless pass", "gather+container"],
+    "decompress": ["lossless decode", "copy to device", "huffman decode", "offsets", "block decode", "outliers",
                    "lorenzo inverse+dequantize", "interp inverse"]}
 
 
@@ -74,7 +74,8 @@ def load_json(path):
         meta = doc.get("meta", {})
         for r in doc["runs"]:
             run = Run(meta, {k: r.get(k) for k in ("pipeline", "data", "dtype", "dims", "rank", "elements",
-                                                   "input_bytes", "mode", "bound", "ratio", "psnr", "bound_held")})
+                                                   "input_bytes", "output_bytes", "mode", "bound", "ratio", "psnr",
+                                                   "bound_held", "max_abs_error", "abs_bound")})
             for op in ("compress", "decompress"):
                 o = r.get(op, {})
                 for s in o.get("stages", []):
@@ -119,7 +120,9 @@ def load_csv(path):
             cfg = {"pipeline": row["pipeline"], "data": row["data"], "dtype": row["dtype"], "dims": row["dims"],
                    "rank": int(row["rank"]), "elements": int(row["elements"]), "input_bytes": int(row["input_bytes"]),
                    "mode": row["mode"], "bound": _num(row["bound"]), "ratio": _num(row["ratio"]),
-                   "psnr": _num(row["psnr"]), "bound_held": row["bound_held"] == "1"}
+                   "psnr": _num(row["psnr"]), "bound_held": row["bound_held"] == "1",
+                   "output_bytes": int(row["output_bytes"]), "max_abs_error": _num(row["max_abs_error"]),
+                   "abs_bound": _num(row["abs_bound"])}
             k = (row["date"], row["host"], row["series"], row["bench"]) + tuple(cfg.get(c) for c in CONFIG_KEYS)
             run = runs.get(k)
             if run is None:
@@ -513,24 +516,48 @@ def chart_xy(runs, out, title, where, what):
     svg.write(out)
 
 
+def device(r):
+    """The GPU, or the CPU model and the threads the run used."""
+    m = r.meta
+    if m.get("gpu_name"):
+        return short_gpu(m["gpu_name"])
+    cpu = " ".join(str(m.get("cpu") or m.get("cpu_model") or m.get("host", "")).replace("(R)", "").split())
+    return f"{cpu}, {m.get('concurrency')} thr" if m.get("concurrency") else cpu
+
+
 def table(runs, out):
-    """Markdown: one row per series and configuration, totals and peak memory."""
-    lines = ["| series | pipeline | data | dims | bound | ratio | PSNR dB | bound held | compress kernels GB/s "
-             "| compress e2e GB/s | decompress kernels GB/s | decompress e2e GB/s | peak mem c/d (x in+out) |",
-             "|" + "---|" * 13]
-    g = lambda r, op, t: f"{r.gbps(op, t):.3g}" if r.gbps(op, t) else ""  # noqa: E731
-    for r in sorted(runs, key=lambda r: (r.series, r.cfg.get("pipeline") or "", r.cfg.get("data") or "",
-                                         r.cfg.get("rank") or 0, r.cfg.get("elements") or 0,
-                                         -(r.cfg.get("bound") or 0))):
+    """Markdown: one row per device, code path and configuration (the last measured wins)."""
+    last = OrderedDict()
+    for r in runs:
+        last[(device(r), r.meta.get("host"), r.meta.get("backend"), r.meta.get("specialized"), r.key())] = r
+    head = ["device", "backend", "code", "pipeline", "data", "dims", "dtype", "REL", "ratio", "PSNR dB",
+            "max err (bound)", "compress GB/s", "decompress GB/s", "peak mem / (in+out) c, d"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    g = lambda r, op, t: f"{r.gbps(op, t):.3g}" if r.gbps(op, t) else "-"  # noqa: E731
+    code = {"on": "specialized", "off": "portable"}
+    generated = ("smooth", "turbulent", "noise")
+    for r in sorted(last.values(), key=lambda r: (device(r), r.meta.get("backend") or "",
+                                                  r.meta.get("specialized") != "on", r.cfg.get("pipeline") or "",
+                                                  r.cfg.get("data") not in generated, r.cfg.get("data") or "",
+                                                  -(r.cfg.get("rank") or 0), r.cfg.get("elements") or 0,
+                                                  -(r.cfg.get("bound") or 0))):
         c = r.cfg
-        peak = "/".join(f"{r.peak[op][1]:.2f}" for op in ("compress", "decompress") if op in r.peak)
-        held = {True: "yes", False: "**NO**"}.get(c.get("bound_held"), "")
-        psnr = f"{c['psnr']:.1f}" if c.get("psnr") is not None else ""
-        lines.append(f"| {r.series} | {c.get('pipeline')} | {c.get('data')} | {c.get('dims')} | "
-                     f"{str(c.get('mode', '')).upper()} {c.get('bound'):g} | {c.get('ratio') or 0:.2f} | {psnr} | "
-                     f"{held} | {g(r, 'compress', 'TOTAL kernels')} | {g(r, 'compress', 'TOTAL end-to-end')} | "
-                     f"{g(r, 'decompress', 'TOTAL kernels')} | {g(r, 'decompress', 'TOTAL end-to-end')} | {peak} |")
+        peak = ", ".join(f"{r.peak[op][1]:.2f}" for op in ("compress", "decompress") if op in r.peak) or "-"
+        psnr = f"{c['psnr']:.1f}" if c.get("psnr") is not None else "inf"
+        err = f"{c['max_abs_error']:.3g} ({c['abs_bound']:.3g})" if c.get("max_abs_error") is not None else "-"
+        if c.get("bound_held") is False:
+            err = f"**{err} VIOLATED**"
+        bound = f"{c.get('bound'):g}" if c.get("mode") == "rel" else f"ABS {c.get('bound'):g}"
+        lines.append("| " + " | ".join([
+            device(r), str(r.meta.get("backend", "")), code.get(r.meta.get("specialized"), "portable"),
+            str(c.get("pipeline")), str(c.get("data")), str(c.get("dims")), str(c.get("dtype")), bound,
+            f"{c.get('ratio') or 0:.2f}", psnr, err,
+            f"{g(r, 'compress', 'TOTAL kernels')} ({g(r, 'compress', 'TOTAL end-to-end')})",
+            f"{g(r, 'decompress', 'TOTAL kernels')} ({g(r, 'decompress', 'TOTAL end-to-end')})", peak]) + " |")
     text = "\n".join(lines) + "\n"
+    text += ("\nGB/s over the uncompressed bytes, median of the reps: kernels on resident data "
+             "(end to end, to and from a host stream, in parentheses). Peak memory: the most device memory a "
+             "compress / decompress call holds (its input and output included) over input + compressed bytes.\n")
     if out == "-":
         sys.stdout.write(text)
     else:
