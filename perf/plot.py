@@ -3,9 +3,9 @@
 in perf/results/) as SVG charts, standard library only.
 
   perf/plot.py RUN.json|RUN.csv ... -o stages.svg                 stage GB/s, one bar per series
-  perf/plot.py sweep.csv --chart sizes -o sizes.svg               GB/s vs input size
-  perf/plot.py sweep.csv --chart memory -o memory.svg             peak device memory vs size
-  perf/plot.py sweep.csv --chart table -o - --where rank=3          Markdown table of totals
+  perf/plot.py results.csv --chart sizes -o throughput.svg        GB/s vs input size
+  perf/plot.py results.csv --chart memory -o memory.svg           peak device memory vs size
+  perf/plot.py results.csv --chart table -o table.md               Markdown table, one row per configuration
   perf/plot.py ... --where rank=3 --where data=turbulent --where bound=1e-3 --title "..."
 
 A series is one machine/backend/build: "Cuda specialized", "Cuda portable"

@@ -914,7 +914,7 @@ int bench_main(int argc, char** argv, const char* name, const std::string& defau
     const Common c(a, default_dims, default_rel);
     return with_backend(parse_backend(c.backend), [&](auto space) {
       const RunInfo meta = collect_run_info(space);
-      if (c.info) {  // metadata only, for scripts (sweep.sh reads free_bytes)
+      if (c.info) {  // metadata only, for scripts (perf/run.sh reads free_bytes)
         std::printf("%s\n", to_json(meta).c_str());
         return 0;
       }

@@ -1,48 +1,57 @@
 #!/usr/bin/env bash
-# Benchmark sweep of the Lorenzo pipeline over the issue's axes, appended to
-# one CSV (plus a JSON per process and the text output), then plotted.
+# The benchmark harness on one machine, one command: the Lorenzo pipeline
+# (bench_lorenzo) over the issue's axes, every row appended to one CSV, then a
+# Markdown table and SVG plots of that CSV.
 #
-#   perf/sweep.sh BACKEND OUTDIR        BACKEND: cuda | openmp | serial
+#   perf/run.sh cuda|openmp|serial OUTDIR
 #
-# Axes: sizes 64^3..512^3 (1024^3 when the device has 6x its 4 GiB free),
-# each as 3D, 2D and 1D of the same element count; REL 1e-2/1e-3/1e-4; data
-# generated smooth and turbulent, and every field of ../shared/data when
+# Writes OUTDIR/results.csv (one row per stage and total, run metadata in every
+# row; appended, so cuda then openmp into one OUTDIR gives one table of both),
+# OUTDIR/table.md (one row per configuration: device, data, dims, dtype, REL,
+# ratio, PSNR, max error, compress/decompress GB/s, specialized or portable,
+# peak memory), OUTDIR/throughput.svg (GB/s vs input size), OUTDIR/stages.svg,
+# OUTDIR/memory.svg, OUTDIR/json/*.json (one per process) and OUTDIR/log.txt.
+#
+# Axes: sizes 64^3..512^3 (1024^3 on CUDA when the device has 6x its 4 GiB
+# free), each as 3D, 2D and 1D of the same element count; REL 1e-2/1e-3/1e-4;
+# data generated smooth and turbulent, and every field of ../shared/data when
 # present (MANIFEST.tsv gives dtype and dims). On CUDA every generated
-# configuration runs twice: CUDA specializations on, then off
-# (KSZ_PORTABLE_ONLY=1). About 4 minutes for cuda + openmp on an H200 host.
+# configuration runs twice: CUDA specializations on, then off (KSZ_PORTABLE_ONLY=1).
 #
-# Environment: QUICK=1 (small sizes, 1 rep: a 2-core laptop), SIZES="64 128",
-# RELS=1e-3,1e-4, KINDS=turbulent, REPS=3, PORTABLE=0 (skip the portable pass),
-# REAL=0 (skip shared data), DATA=dir, BENCH=path/to/bench_lorenzo.
-# Binaries: BENCH, else .gpu/bench_lorenzo-{cuda,omp} (perf/stage_gpu_binaries.sh),
-# else build-{cuda,openmp}/perf/bench_lorenzo.
+# Environment: QUICK=1 (64^3 and 128^3, 3 reps: about a minute on 2 cores),
+# SIZES="64 128", RELS=1e-3,1e-4, KINDS=turbulent, REPS=3, PORTABLE=0 (skip the
+# portable pass), REAL=0 (skip shared data), DATA=dir, BENCH=path/to/bench_lorenzo.
+# Binaries: BENCH, else build-{cuda,openmp}/perf/bench_lorenzo, else the GPU
+# machine's .gpu/bench_lorenzo-{cuda,omp} (perf/stage_gpu_binaries.sh; its
+# bins.tgz is unpacked here). Needs bash and python3 (standard library) only.
 # Exit status: 0, or 3 if any bound was violated, 1 if a run failed.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-[ $# -eq 2 ] || { sed -n '2,22p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,28p' "$0" >&2; exit 2; }
 backend=$1
 out=$2
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
 case "$backend" in
   cuda) suffix=cuda build=build-cuda ;;
   openmp | serial) suffix=omp build=build-openmp ;;
   *) echo "backend: cuda, openmp or serial" >&2; exit 2 ;;
 esac
+mkdir -p "$out/json"
+out=$(cd "$out" && pwd)
 bench=${BENCH:-}
 if [ -z "$bench" ]; then
-  if [ -x "$root/.gpu/bench_lorenzo-$suffix" ]; then
+  if [ -x "$root/$build/perf/bench_lorenzo" ]; then
+    bench=$root/$build/perf/bench_lorenzo
+  else
+    [ -f "$root/.gpu/bins.tgz" ] && tar -C "$root/.gpu" -xzf "$root/.gpu/bins.tgz" && rm "$root/.gpu/bins.tgz"
     bench=$root/.gpu/bench_lorenzo-$suffix
     export LD_LIBRARY_PATH=$root/.gpu:${LD_LIBRARY_PATH:-}  # libgomp travels with the binaries
-  else
-    bench=$root/$build/perf/bench_lorenzo
   fi
 fi
-[ -x "$bench" ] || { echo "no $bench: build it (cmake/dev.sh build / build-cuda) or set BENCH" >&2; exit 1; }
+[ -x "$bench" ] || { echo "no $bench: build it (cmake/dev.sh build / build-cuda), stage .gpu/ or set BENCH" >&2; exit 1; }
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-cores}
 
 if [ "${QUICK:-0}" = 1 ]; then
-  sizes=${SIZES:-"64 128"} reps=${REPS:-1}
+  sizes=${SIZES:-"64 128"} reps=${REPS:-3}
 elif [ "$backend" = cuda ]; then
   sizes=${SIZES:-"64 128 256 512 1024"} reps=${REPS:-3}
 else
@@ -50,16 +59,16 @@ else
 fi
 rels=${RELS:-1e-2,1e-3,1e-4}
 kinds=${KINDS:-smooth,turbulent}
-csv=$out/sweep.csv
-log=$out/sweep_$backend.txt
+csv=$out/results.csv
+log=$out/log.txt
 status=0
-note() { echo "[sweep] $*" | tee -a "$log" >&2; }
+note() { echo "[run] $*" | tee -a "$log" >&2; }
 
 # One process per size: its shapes, kinds and bounds loop inside.
 run() {  # $1 tag for file names, rest: bench arguments
   local tag=$1
   shift
-  "$bench" --backend "$backend" --reps "$reps" --csv "$csv" --json "$out/${backend}_$tag.json" "$@" >>"$log" 2>&1
+  "$bench" --backend "$backend" --reps "$reps" --csv "$csv" --json "$out/json/${backend}_$tag.json" "$@" >>"$log" 2>&1
   local rc=$?
   if [ $rc -eq 3 ]; then
     note "BOUND VIOLATED: $tag $*"; status=3
@@ -69,7 +78,7 @@ run() {  # $1 tag for file names, rest: bench arguments
 }
 
 free=$("$bench" --backend "$backend" --info 2>/dev/null | sed -n 's/.*"free_bytes":\([0-9]*\).*/\1/p')
-note "$bench on $backend; ${free:-?} bytes free; sizes $sizes; REL $rels; $kinds; reps $reps; CSV $csv"
+note "$(date -u +%FT%TZ) $bench on $backend; ${free:-?} bytes free; sizes $sizes; REL $rels; $kinds; reps $reps"
 
 # Shapes of n = s^3 elements: s,s,s / a,b with a*b = n / n (s a power of 2).
 shapes() {
@@ -119,15 +128,11 @@ else
   note "no shared data (set DATA=dir with MANIFEST.tsv)"
 fi
 
-if command -v python3 >/dev/null; then
-  plot=$root/perf/plot.py
-  python3 "$plot" "$csv" -o "$out/stages.svg" 2>>"$log"
-  space=$(case $backend in cuda) echo Cuda ;; openmp) echo OpenMP ;; *) echo Serial ;; esac)
-  python3 "$plot" "$csv" --where "backend=$space" -o "$out/stages_$backend.svg" 2>>"$log" || true
-  python3 "$plot" "$csv" --chart sizes -o "$out/sizes.svg" 2>>"$log"
-  python3 "$plot" "$csv" --chart memory -o "$out/memory.svg" 2>>"$log"
-  note "plots: $out/{stages,stages_$backend,sizes,memory}.svg"
-fi
-rows=$(($(wc -l <"$csv") - 1))
-note "done: $rows CSV rows in $csv; exit $status"
+[ -s "$csv" ] || { note "no results in $csv"; exit 1; }
+plot=$root/perf/plot.py
+python3 "$plot" "$csv" --chart table -o "$out/table.md" 2>>"$log" || status=1
+python3 "$plot" "$csv" --chart sizes -o "$out/throughput.svg" 2>>"$log" || status=1
+python3 "$plot" "$csv" -o "$out/stages.svg" 2>>"$log" || status=1
+python3 "$plot" "$csv" --chart memory -o "$out/memory.svg" 2>>"$log" || status=1
+note "done: $(($(grep -c . "$csv") - 1)) CSV rows; $out/{results.csv,table.md,throughput.svg,stages.svg,memory.svg}; exit $status"
 exit $status
