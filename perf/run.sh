@@ -77,7 +77,9 @@ run() {  # $1 tag for file names, rest: bench arguments
   fi
 }
 
-free=$("$bench" --backend "$backend" --info 2>/dev/null | sed -n 's/.*"free_bytes":\([0-9]*\).*/\1/p')
+# The machine's metadata; a bench that cannot start here (no GPU, wrong backend) stops the run.
+info=$("$bench" --backend "$backend" --info 2>&1) || { echo "$info" | tail -5 >&2; note "$bench --backend $backend cannot start"; exit 1; }
+free=$(echo "$info" | sed -n 's/.*"free_bytes":\([0-9]*\).*/\1/p')
 note "$(date -u +%FT%TZ) $bench on $backend; ${free:-?} bytes free; sizes $sizes; REL $rels; $kinds; reps $reps"
 
 # Shapes of n = s^3 elements: s,s,s / a,b with a*b = n / n (s a power of 2).
