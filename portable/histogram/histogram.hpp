@@ -26,6 +26,31 @@ void histogram(const ExecSpace& space,
   const std::uint32_t nbins = static_cast<std::uint32_t>(hist.extent(0));
   Kokkos::deep_copy(space, hist, 0);
   if (n == 0) return;
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  if (host && nbins > kMaxScratchBins) {
+    // Wide alphabets on CPUs (PW_REL's classic radius 32768): one private
+    // histogram per thread over a contiguous slice, then a sum per bin.
+    // Global atomics there would bounce the center bins' cache lines
+    // between cores (slower with every thread added).
+    const std::uint64_t nt = static_cast<std::uint64_t>(space.concurrency());
+    Kokkos::View<std::uint64_t**, Kokkos::LayoutRight, typename ExecSpace::memory_space> local("ksz::histogram::local",
+                                                                                               nt, nbins);
+    Kokkos::parallel_for(
+        "ksz::histogram::private", Kokkos::RangePolicy<ExecSpace>(space, 0, nt), KOKKOS_LAMBDA(const std::uint64_t t) {
+          const std::uint64_t end = n / nt * (t + 1) + (t + 1 == nt ? n % nt : 0);
+          for (std::uint64_t i = n / nt * t; i < end; ++i) {
+            const std::uint16_t c = codes(i);
+            if (c < nbins) ++local(t, c);
+          }
+        });
+    Kokkos::parallel_for(
+        "ksz::histogram::sum", Kokkos::RangePolicy<ExecSpace>(space, 0, nbins), KOKKOS_LAMBDA(const std::uint32_t b) {
+          std::uint64_t s = 0;
+          for (std::uint64_t t = 0; t < nt; ++t) s += local(t, b);
+          hist(b) = s;
+        });
+    return;
+  }
   if (nbins > kMaxScratchBins) {
     Kokkos::parallel_for(
         "ksz::histogram::global", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
@@ -37,7 +62,6 @@ void histogram(const ExecSpace& space,
   }
   // Host backends run one thread per team over a private scratch histogram:
   // no atomics needed there, and no register counting either.
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   using Member = typename Policy::member_type;
   using Scratch = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space,

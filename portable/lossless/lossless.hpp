@@ -509,17 +509,20 @@ struct SizeScan {
 
 template <class ExecSpace>
 struct Encoded {
-  Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> bytes;  // exactly `size` bytes
+  Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> bytes;  // exactly `size` bytes, or none (below)
   std::uint64_t size = 0;
 };
 
 // Encodes in.extent(0) bytes already in ExecSpace's memory: per-block coding
 // into a staging copy, an exclusive scan of the stored sizes, then a gather.
-// Synchronizes twice (to size the result, and at the end). Throws
-// ksz::InvalidInput for a log2_block outside [kLog2BlockMin, kLog2BlockMax].
+// Synchronizes twice (to size the result, and at the end). When the payload
+// would take `give_up_at` bytes or more, only `size` is set (no gather, empty
+// `bytes`): the caller keeps its input. Throws ksz::InvalidInput for a
+// log2_block outside [kLog2BlockMin, kLog2BlockMax].
 template <class ExecSpace>
 Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> in,
-                          Method method, int log2_block = kLog2BlockDefault) {
+                          Method method, int log2_block = kLog2BlockDefault,
+                          std::uint64_t give_up_at = ~std::uint64_t(0)) {
   using Mem = typename ExecSpace::memory_space;
   KSZ_EXPECTS(log2_block >= kLog2BlockMin && log2_block <= kLog2BlockMax, "lossless: block size 2^", log2_block,
               " out of range");
@@ -551,6 +554,7 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   const std::uint64_t data_start = kHeaderBytes + 4 * nb;
   Encoded<ExecSpace> res;
   res.size = data_start + total;
+  if (res.size >= give_up_at) return res;
   res.bytes = Kokkos::View<std::uint8_t*, Mem>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::payload"), res.size);
   Kokkos::View<std::uint8_t*, Kokkos::HostSpace> head("ksz::lossless::header", kHeaderBytes);

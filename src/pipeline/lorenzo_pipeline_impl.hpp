@@ -152,8 +152,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
 
   // Segments to the host, then the container.
   LosslessId pass = LosslessId::None;
-  const auto words = words_segment(space, enc.words, enc.n_words, opt.lossless, pass, report);
-  if (opt.lossless != LosslessId::None) timer.mark("lossless pass");
+  const auto words = words_segment(space, enc.words, enc.n_words, opt.lossless, pass, timer, report);
   std::vector<std::uint8_t> lengths(book.lengths.begin(), book.lengths.end());
   const auto offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
   const auto oi = pack_indices(out_idx, n);

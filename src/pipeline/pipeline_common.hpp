@@ -147,17 +147,22 @@ Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& sp
 
 // Segment 3 as stored: the Huffman words through `pass` where that shrinks
 // them, else the words themselves. `applied` gets what header byte 5 must say.
-template <class ExecSpace>
+// The device-side pass is marked on `timer` as "lossless pass"; the copy to
+// the host that follows belongs to the caller's next stage (gather+container).
+template <class ExecSpace, class Timer>
 std::vector<std::uint8_t> words_segment(const ExecSpace& space,
                                         Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> words,
-                                        std::uint64_t n_words, LosslessId pass, LosslessId& applied, Report* report) {
+                                        std::uint64_t n_words, LosslessId pass, LosslessId& applied, Timer& timer,
+                                        Report* report) {
   using Mem = typename ExecSpace::memory_space;
   applied = LosslessId::None;
   std::vector<std::uint8_t> out;
   if (pass != LosslessId::None && n_words > 0) {
     const Kokkos::View<const std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
         reinterpret_cast<const std::uint8_t*>(words.data()), n_words * 4);
-    const auto enc = lossless::encode<ExecSpace>(space, bytes, static_cast<lossless::Method>(pass));
+    const auto enc = lossless::encode<ExecSpace>(space, bytes, static_cast<lossless::Method>(pass),
+                                                  lossless::kLog2BlockDefault, n_words * 4);
+    timer.mark("lossless pass");  // encode fenced: it read the coded size back
     if (enc.size < n_words * 4) {
       applied = pass;
       out = to_host_bytes(enc.bytes, enc.size);
@@ -236,8 +241,7 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   HuffmanSegments out;
   out.lengths.assign(book.lengths.begin(), book.lengths.end());
   out.offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
-  out.words = words_segment(space, enc.words, enc.n_words, pass, out.lossless, report);
-  if (pass != LosslessId::None) timer.mark("lossless pass");
+  out.words = words_segment(space, enc.words, enc.n_words, pass, out.lossless, timer, report);
   return out;
 }
 
