@@ -18,6 +18,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "cuda_specializations/metrics_cuda.hpp"
+#include "portable/metrics/accumulators.hpp"
 #include "portable/quantize/prequant.hpp"
 #include "src/api/quality.hpp"
 #include "src/core/error.hpp"
@@ -42,14 +44,6 @@ struct FieldPair {
   }
   KOKKOS_INLINE_FUNCTION bool valid(std::uint64_t i) const { return orig_ok(i) && finite(double(b(i))); }
   KOKKOS_INLINE_FUNCTION double err(std::uint64_t i) const { return double(b(i)) - double(a(i)); }
-};
-
-struct P1Acc {
-  std::uint64_t cnt, excl, decbad, npwr, imax;
-  double min_e, max_e, sum_e, sum_abs, max_abs, sum_e2;
-  double min_p, max_p, sum_p;
-  double min_a, max_a, min_b, max_b;
-  double sa, sb, saa, sbb, sab;  // shifted by the functor's shift (Pearson without cancellation)
 };
 
 // Pattern 1: every scalar metric in one read of both arrays.
@@ -138,13 +132,6 @@ struct Pattern1 {
   KOKKOS_INLINE_FUNCTION double a_of(std::uint64_t i) const { return double(f.a(i)); }
 };
 
-struct P2Acc {
-  std::uint64_t pts;
-  double d1max, d1sum, d2max, d2sum, dvmax, dvsum, lpmax, lpsum;
-  double acf[kQualityMaxLag];
-  std::uint64_t acn[kQualityMaxLag];
-};
-
 // Pattern 2: stencils on the error field e = b - a (derivatives are linear, so
 // d(b) - d(a) = d(e)), plus the error autocorrelation along every axis.
 template <class T, class Mem>
@@ -222,11 +209,6 @@ struct Pattern2 {
     if (adiv > v.dvmax) v.dvmax = adiv;
     if (alap > v.lpmax) v.lpmax = alap;
   }
-};
-
-struct P3Acc {
-  std::uint64_t windows;
-  double sum, min;
 };
 
 // Window positions one work item slides through along x before restarting:
