@@ -270,12 +270,22 @@ struct Quad {
   int valid;           // elements of the quad inside the field, 0..4
 };
 
-__device__ __forceinline__ Quad quad_of(const Geo3& g, std::uint64_t ch, int j) {
-  const std::uint64_t cx = ch % g.k0, t = ch / g.k0, cy = t % g.k1, cz = t / g.k1;
+// A chunk's origin, decomposed once per chunk (64-bit div/mod is dozens of
+// instructions: per quad it was about two per element).
+struct ChunkAt {
+  std::uint64_t x0, y0, z0;
+};
+
+__device__ __forceinline__ ChunkAt chunk_at(const Geo3& g, std::uint64_t ch) {
+  const std::uint64_t t = ch / g.k0, cz = t / g.k1;
+  return ChunkAt{(ch - t * g.k0) * kRowLen, (t - cz * g.k1) * kRowLen, cz * kRowLen};
+}
+
+__device__ __forceinline__ Quad quad_of(const Geo3& g, const ChunkAt& c, int j) {
   Quad Q;
   Q.row = j >> 2;
   Q.q = j & 3;
-  const std::uint64_t x = cx * kRowLen + 4 * Q.q, y = cy * kRowLen + (Q.row & 15), z = cz * kRowLen + (Q.row >> 4);
+  const std::uint64_t x = c.x0 + 4 * Q.q, y = c.y0 + (Q.row & 15), z = c.z0 + (Q.row >> 4);
   Q.base = x + g.n0 * (y + g.n1 * z);
   Q.valid = (y < g.n1 && z < g.n2 && x < g.n0) ? static_cast<int>(g.n0 - x < 4 ? g.n0 - x : 4) : 0;
   return Q;
@@ -349,11 +359,12 @@ __global__ void __launch_bounds__(kRows)
   const std::int32_t R = static_cast<std::int32_t>(radius);
   const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
   for (std::uint64_t ch = blockIdx.x; ch < nchunks; ch += gridDim.x) {
+    const ChunkAt cpos = chunk_at(g, ch);
     std::uint32_t r[4][4];
     std::uint32_t vmask[4];
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const Quad Q = quad_of(g, ch, t + kRows * m);
+      const Quad Q = quad_of(g, cpos, t + kRows * m);
       T v[4];
       load_quad<T>(in, Q, aligned, v);
       std::uint32_t qv[4];
@@ -383,7 +394,7 @@ __global__ void __launch_bounds__(kRows)
     __syncthreads();
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const Quad Q = quad_of(g, ch, t + kRows * m);
+      const Quad Q = quad_of(g, cpos, t + kRows * m);
       const bool hy = (Q.row & 15) != 0, hz = (Q.row >> 4) != 0;
       std::uint32_t c[4];
       std::uint32_t omask = 0;
@@ -451,10 +462,11 @@ __global__ void __launch_bounds__(kRows)
   std::uint32_t zc = 0;
   const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
   for (std::uint64_t ch = blockIdx.x; ch < nchunks; ch += gridDim.x) {
+    const ChunkAt cpos = chunk_at(g, ch);
     __syncthreads();  // the previous chunk's tile is consumed
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const Quad Q = quad_of(g, ch, t + kRows * m);
+      const Quad Q = quad_of(g, cpos, t + kRows * m);
       std::uint32_t c[4];
       if (aligned_codes && Q.valid == 4 && Q.base % 4 == 0) {
         const uint2 u = __ldg(reinterpret_cast<const uint2*>(codes + Q.base));
@@ -504,7 +516,7 @@ __global__ void __launch_bounds__(kRows)
     __syncthreads();
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const Quad Q = quad_of(g, ch, t + kRows * m);
+      const Quad Q = quad_of(g, cpos, t + kRows * m);
       T v[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i)

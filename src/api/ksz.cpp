@@ -158,6 +158,9 @@ void validate(DType dtype, const Dims& dims, const Options& opt) {
   KSZ_EXPECTS(opt.predictor != PredictorId::SZx || (opt.szx_block >= 1 && opt.szx_block <= 4096),
               "SZx block size must be in [1, 4096], got ", opt.szx_block);
   KSZ_EXPECTS(opt.check_width >= 1, "check width must be at least 1");
+  KSZ_EXPECTS(opt.lossless == LosslessId::None || opt.lossless == LosslessId::ZeroBytes ||
+                  opt.lossless == LosslessId::ZeroWords,
+              "unknown lossless pass id ", int(opt.lossless), " (none, zbe, zwe)");
   KSZ_EXPECTS(opt.radius >= 1 && opt.radius <= 32768, "radius must be in [1, 32768], got ", opt.radius);
   KSZ_EXPECTS(opt.huffman_chunk >= 1 && opt.huffman_chunk <= (1u << 24),
               "Huffman chunk must be in [1, 2^24], got ", opt.huffman_chunk);
@@ -227,7 +230,10 @@ Field decompress(const std::uint8_t* stream, std::size_t size, Backend backend, 
 StreamInfo inspect(const std::uint8_t* stream, std::size_t size) {
   const container::Parsed p = container::read(stream, size);
   const auto& h = p.header;
-  StreamInfo i{h.dtype, h.dims, h.mode, h.predictor, h.user_bound, h.abs_bound, h.value_min, h.value_max, 0, 0};
+  StreamInfo i{h.dtype, h.dims,      h.mode, h.predictor, h.user_bound, h.abs_bound,
+               h.value_min, h.value_max, 0, 0, h.lossless};
+  if (const container::Segment* inner = p.find(container::SegmentId::PwInnerStream))
+    i.lossless = container::read(inner->data, inner->size).header.lossless;
   if (h.params.count(std::uint16_t(container::Param::OutlierCount)))
     i.outliers = h.u64(container::Param::OutlierCount);
   if (h.params.count(std::uint16_t(container::Param::VerbatimCount)))

@@ -19,7 +19,9 @@ struct Options {
   std::uint32_t radius = 512;                // quantization radius: 2*radius Huffman symbols
   std::uint32_t huffman_chunk = 4096;        // symbols per independently decodable chunk
   Backend backend = Backend::Default;        // where the pipeline runs
-  LosslessId lossless = LosslessId::None;    // pass after the codec (--lossless)
+  // Pass on the Huffman bitstream (--lossless): zbe by default, none or zwe.
+  // Stored only where it shrinks the bitstream; SZx streams ignore it.
+  LosslessId lossless = LosslessId::ZeroBytes;
   std::uint32_t szx_block = 128;             // SZx block size (--block)
   bool classic = false;                      // ParaSZ classic pipeline on reconstructed values (--pipeline classic)
   std::uint32_t check_width = 384;           // ParaSZ progress-control batch (--check-width)
@@ -42,6 +44,9 @@ struct Report {
   std::uint64_t output_bytes = 0;  // compressed
   std::uint64_t outliers = 0;      // residuals beyond the radius
   std::uint64_t verbatim = 0;      // elements stored exactly (NaN, Inf, huge, rounding)
+  std::uint64_t huffman_bytes = 0;   // compress: Huffman bitstream before the lossless pass (0: no Huffman)
+  std::uint64_t lossless_bytes = 0;  // compress: the same segment as stored
+  LosslessId lossless = LosslessId::None;  // compress: the pass stored (none when it did not shrink the bitstream)
   double abs_bound = 0;            // the resolved absolute bound
   double value_min = 0, value_max = 0;
 };
@@ -71,6 +76,7 @@ struct StreamInfo {
   double user_bound, abs_bound;
   double value_min, value_max;
   std::uint64_t outliers, verbatim;
+  LosslessId lossless;  // the pass on the Huffman bitstream (PW_REL: the inner stream's)
 };
 StreamInfo inspect(const std::uint8_t* stream, std::size_t size);
 

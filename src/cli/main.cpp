@@ -74,7 +74,9 @@ PredictorId parse_predictor(const std::string& s) {
 
 LosslessId parse_lossless(const std::string& s) {
   if (s == "none") return LosslessId::None;
-  throw InvalidInput("unknown lossless pass '" + s + "' (none)");
+  if (s == "zbe") return LosslessId::ZeroBytes;
+  if (s == "zwe") return LosslessId::ZeroWords;
+  throw InvalidInput("unknown lossless pass '" + s + "' (zbe, zwe, none)");
 }
 
 Dims parse_dims(const std::vector<std::uint64_t>& v) {
@@ -109,6 +111,16 @@ bool print_summary(const Report& c, const cli::Quality& q, std::uint64_t n) {
   std::printf("ratio %.3f  bit rate %.4f bits/value  outliers %llu  verbatim %llu\n", ratio,
               8.0 * double(c.output_bytes) / double(n), (unsigned long long)c.outliers,
               (unsigned long long)c.verbatim);
+  if (c.huffman_bytes > 0) {
+    const double without = double(c.input_bytes) / double(c.output_bytes - c.lossless_bytes + c.huffman_bytes);
+    if (c.lossless != LosslessId::None)
+      std::printf("lossless pass %s: Huffman bitstream %llu -> %llu bytes (%.3fx), ratio without it %.3f\n",
+                  to_string(c.lossless), (unsigned long long)c.huffman_bytes, (unsigned long long)c.lossless_bytes,
+                  double(c.huffman_bytes) / double(c.lossless_bytes), without);
+    else
+      std::printf("lossless pass: none (off, or it would not shrink the %llu-byte Huffman bitstream)\n",
+                  (unsigned long long)c.huffman_bytes);
+  }
   std::printf("PSNR %.2f dB  NRMSE %.4g  max abs error %.6g (bound %.6g)\n", q.psnr, q.nrmse, q.max_abs_error,
               c.abs_bound);
   const bool ok = q.over_bound == 0 && q.nonfinite_mismatch == 0;
@@ -179,9 +191,12 @@ int run(int argc, char** argv) {
                                    "print ratio, quality and per-stage throughput (decompresses in memory); "
                                    "'--report quality' adds every quality metric")
                          ->expected(0, 1);
-  std::string lossless = "none", pipeline_name = "dual";
+  std::string lossless = "zbe", pipeline_name = "dual";
   std::uint32_t block = 128, check_width = 384;
-  c->add_option("--lossless", lossless, "lossless pass after the codec: none")->capture_default_str();
+  c->add_option("--lossless", lossless,
+                "pass on the Huffman bitstream: zbe (zero-byte elimination), zwe (zero words, faster, less ratio) "
+                "or none; kept only where it shrinks the bitstream")
+      ->capture_default_str();
   c->add_option("--block", block, "SZx block size")->capture_default_str();
   c->add_option("--pipeline", pipeline_name, "dual (cuSZ dual-quantization) or classic (ParaSZ, CPU)")
       ->capture_default_str();
@@ -305,8 +320,8 @@ int run(int argc, char** argv) {
     const StreamInfo i = inspect(stream.data(), stream.size());
     std::printf("dtype %s  dims %s  mode %s  bound %.6g (abs %.6g)  predictor %s\n", to_string(i.dtype),
                 i.dims.str().c_str(), to_string(i.mode), i.user_bound, i.abs_bound, to_string(i.predictor));
-    std::printf("value range [%.6g, %.6g]  outliers %llu  verbatim %llu  ratio %.3f\n", i.value_min, i.value_max,
-                (unsigned long long)i.outliers, (unsigned long long)i.verbatim,
+    std::printf("value range [%.6g, %.6g]  outliers %llu  verbatim %llu  lossless %s  ratio %.3f\n", i.value_min,
+                i.value_max, (unsigned long long)i.outliers, (unsigned long long)i.verbatim, to_string(i.lossless),
                 double(i.dims.count() * dtype_size(i.dtype)) / double(stream.size()));
     return 0;
   }

@@ -104,7 +104,8 @@ Header decode_header_body(const std::uint8_t* p, std::size_t n) {
   KSZ_STREAM_CHECK(codec <= 1, "unknown codec id ", int(codec));
   h.codec = static_cast<CodecId>(codec);
   auto lossless = r.get<std::uint8_t>();
-  KSZ_STREAM_CHECK(lossless == 0, "unknown lossless id ", int(lossless));
+  KSZ_STREAM_CHECK(lossless <= 2, "unknown lossless pass id ", int(lossless),
+                   " (this ksz reads 0 = none, 1 = zbe, 2 = zwe)");
   h.lossless = static_cast<LosslessId>(lossless);
   r.get<std::uint16_t>();
   std::uint64_t count = 1;
@@ -177,11 +178,21 @@ std::vector<std::uint8_t> write(const Header& h, const std::vector<Segment>& seg
   std::uint64_t total = offset;
   for (const auto& s : segments) total += s.size;
 
+  // Minor 1 added the lossless pass (header byte 5); a nested stream (PW_REL's
+  // segment 56) needs what its own header says.
+  std::uint16_t minor = h.lossless == LosslessId::None ? 0 : 1;
+  for (const auto& s : segments) {
+    if (s.id != SegmentId::PwInnerStream || s.size < kPrefixBytes) continue;
+    std::uint16_t m;
+    std::memcpy(&m, s.data + 10, 2);
+    if (m > minor && m <= kFormatMinor) minor = m;
+  }
+
   Writer w;
   w.buf.reserve(total);
   w.bytes(kMagic, sizeof kMagic);
   w.put<std::uint16_t>(kFormatMajor);
-  w.put<std::uint16_t>(kFormatMinor);
+  w.put<std::uint16_t>(minor);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(body.buf.size()));
   w.bytes(body.buf.data(), body.buf.size());
   w.put<std::uint32_t>(static_cast<std::uint32_t>(segments.size()));

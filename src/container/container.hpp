@@ -12,7 +12,9 @@
 namespace ksz::container {
 
 constexpr std::uint16_t kFormatMajor = 1;
-constexpr std::uint16_t kFormatMinor = 0;
+// The writer stamps the lowest minor version that can read the stream: 1 when
+// a lossless pass is on (here or in a nested stream), else 0.
+constexpr std::uint16_t kFormatMinor = 1;
 constexpr std::uint8_t kMagic[8] = {0x89, 'K', 'S', 'Z', 0x0D, 0x0A, 0x1A, 0x0A};
 // Hostile-header guards: no field may ask for more than this many elements.
 constexpr std::uint64_t kMaxElements = std::uint64_t(1) << 40;

@@ -23,6 +23,15 @@ const char* to_string(PredictorId p) {
   return "?";
 }
 
+const char* to_string(LosslessId l) {
+  switch (l) {
+    case LosslessId::None: return "none";
+    case LosslessId::ZeroBytes: return "zbe";
+    case LosslessId::ZeroWords: return "zwe";
+  }
+  return "?";
+}
+
 std::string Dims::str() const {
   std::string s;
   for (int i = 0; i < rank; ++i) {

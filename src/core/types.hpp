@@ -12,12 +12,15 @@ enum class DType : std::uint8_t { F32 = 1, F64 = 2 };
 enum class ErrorMode : std::uint8_t { ABS = 1, REL = 2, PW_REL = 3 };
 enum class PredictorId : std::uint8_t { Lorenzo = 1, Interp = 2, SZx = 3, ClassicLorenzo = 4 };
 enum class CodecId : std::uint8_t { None = 0, Huffman = 1 };
-enum class LosslessId : std::uint8_t { None = 0 };
+// Lossless pass after the codec (portable/lossless): hierarchical elimination
+// of zero bytes (zbe) or zero 32-bit words (zwe) in the Huffman bitstream.
+enum class LosslessId : std::uint8_t { None = 0, ZeroBytes = 1, ZeroWords = 2 };
 
 inline std::size_t dtype_size(DType t) { return t == DType::F64 ? 8 : 4; }
 const char* to_string(DType t);
 const char* to_string(ErrorMode m);
 const char* to_string(PredictorId p);
+const char* to_string(LosslessId l);  // "none", "zbe", "zwe"
 
 // Extents listed fastest-varying first (x, y, z, w), as SZ3 and cuSZ users
 // write them. Unused trailing extents are 1.

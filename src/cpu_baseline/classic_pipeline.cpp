@@ -277,6 +277,9 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
   timer.mark("codebook");
   const auto enc = huffman::encode<HostExec>(host, codes, dbook, opt.huffman_chunk);
   timer.mark("huffman encode");
+  LosslessId pass = LosslessId::None;
+  const auto words = words_segment(host, enc.words, enc.n_words, opt.lossless, pass, report);
+  if (opt.lossless != LosslessId::None) timer.mark("lossless pass");
 
   // Unpredictable values in element order: exact input bits.
   std::vector<std::uint64_t> row_off(g.rows() + 1, 0);
@@ -297,7 +300,6 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
 
   std::vector<std::uint8_t> lengths(book.lengths.begin(), book.lengths.end());
   const auto offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
-  const auto words = to_host_bytes(enc.words, enc.n_words);
   const auto uv = bytes_of(unpred);
   container::Header h;
   h.dtype = dtype_of<T>();
@@ -305,6 +307,7 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
   h.mode = opt.mode;
   h.predictor = PredictorId::ClassicLorenzo;
   h.codec = CodecId::Huffman;
+  h.lossless = pass;
   h.user_bound = opt.bound;
   h.abs_bound = abs_bound;
   h.value_min = range.min;
@@ -349,9 +352,7 @@ void classic_decompress(const container::Parsed& s, T* out, unsigned threads, Re
   KSZ_STREAM_CHECK(std::isfinite(step) && step > 0, "quantization step is not a positive number");
   const std::uint64_t n_unpred = h.u64(Param::VerbatimCount);
   KSZ_STREAM_CHECK(n_unpred <= n, "unpredictable count exceeds the element count");
-  const auto& words_seg = s.require(SegmentId::HuffmanWords);
-  KSZ_STREAM_CHECK(words_seg.size % 4 == 0, "Huffman words segment is not whole words");
-  const std::uint64_t n_words = words_seg.size / 4;
+  const std::uint64_t n_words = huffman_word_count(s);  // after the lossless pass, if any
   KSZ_STREAM_CHECK(n <= n_words * 32, "header claims ", n, " elements but the stream holds at most ", n_words * 32);
   const std::uint64_t n_chunks = (n + hchunk - 1) / hchunk;
   const auto& len_seg = s.require(SegmentId::HuffmanLengths);
@@ -363,9 +364,10 @@ void classic_decompress(const container::Parsed& s, T* out, unsigned threads, Re
 
   HostExec host;
   pipeline::StageTimer<HostExec> timer(host, report);
+  auto words = huffman_words<HostExec>(host, s, n_words);
+  if (h.lossless != LosslessId::None) timer.mark("lossless decode");
   const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
   const huffman::DeviceCodebook<HostExec> dbook(book);
-  auto words = to_device<std::uint32_t>(host, words_seg, n_words, "Huffman words");
   auto offsets = to_device<std::uint64_t>(host, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1,
                                           "chunk offsets");
   Kokkos::View<std::uint16_t*, Kokkos::HostSpace> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::classic::codes")), n);

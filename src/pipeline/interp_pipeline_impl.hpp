@@ -65,7 +65,8 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
       });
   timer.mark("predict+quantize");
 
-  const auto huff = huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, timer);
+  const auto huff =
+      huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, opt.lossless, timer, report);
 
   const auto out_idx = outliers::compact_indices(
       space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0 && qv(i) != spline::kVerbatim; },
@@ -95,6 +96,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   h.mode = opt.mode;
   h.predictor = PredictorId::Interp;
   h.codec = CodecId::Huffman;
+  h.lossless = huff.lossless;
   h.user_bound = opt.bound;
   h.abs_bound = abs_bound;
   h.value_min = range.min;

@@ -151,9 +151,11 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   timer.mark("outliers");
 
   // Segments to the host, then the container.
+  LosslessId pass = LosslessId::None;
+  const auto words = words_segment(space, enc.words, enc.n_words, opt.lossless, pass, report);
+  if (opt.lossless != LosslessId::None) timer.mark("lossless pass");
   std::vector<std::uint8_t> lengths(book.lengths.begin(), book.lengths.end());
   const auto offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
-  const auto words = to_host_bytes(enc.words, enc.n_words);
   const auto oi = pack_indices(out_idx, n);
   const auto ov = to_host_bytes(out_val, out_val.extent(0));
   const auto vi = pack_indices(verb_idx, n);
@@ -165,6 +167,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   h.mode = opt.mode;
   h.predictor = PredictorId::Lorenzo;
   h.codec = CodecId::Huffman;
+  h.lossless = pass;
   h.user_bound = opt.bound;
   h.abs_bound = abs_bound;
   h.value_min = range.min;
@@ -219,9 +222,7 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   const std::uint64_t n_out = h.u64(Param::OutlierCount), n_verb = h.u64(Param::VerbatimCount);
   KSZ_STREAM_CHECK(n_out <= n && n_verb <= n, "outlier counts exceed the element count");
 
-  const auto& words_seg = s.require(SegmentId::HuffmanWords);
-  KSZ_STREAM_CHECK(words_seg.size % 4 == 0, "Huffman words segment is not whole words");
-  const std::uint64_t n_words = words_seg.size / 4;
+  const std::uint64_t n_words = huffman_word_count(s);  // after the lossless pass, if any
   // Every symbol takes at least one bit: a header claiming more elements than
   // the stream has bits is corrupt (and would make us allocate absurd memory).
   KSZ_STREAM_CHECK(n <= n_words * 32, "header claims ", n, " elements but the stream holds at most ",
@@ -229,12 +230,13 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   const std::uint64_t n_chunks = (n + hchunk - 1) / hchunk;
 
   StageTimer<ExecSpace> timer(space, report);
+  auto words = huffman_words<ExecSpace>(space, s, n_words);
+  if (h.lossless != LosslessId::None) timer.mark("lossless decode");
   const auto& len_seg = s.require(SegmentId::HuffmanLengths);
   KSZ_STREAM_CHECK(len_seg.size == 2ull * radius, "codebook has ", len_seg.size, " lengths, expected ",
                    2ull * radius);
   const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
-  auto words = to_device<std::uint32_t>(space, words_seg, n_words, "Huffman words");
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
   auto oi = unpack_indices(space, s.require(SegmentId::OutlierIndex), n_out, n, "outlier");

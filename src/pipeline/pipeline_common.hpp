@@ -15,8 +15,10 @@
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/encode/huffman/huffman.hpp"
 #include "portable/histogram/histogram.hpp"
+#include "portable/lossless/lossless.hpp"
 #include "portable/quantize/outliers.hpp"
 #include "portable/quantize/prequant.hpp"
+#include "src/api/ksz.hpp"
 #include "src/container/container.hpp"
 #include "src/core/error.hpp"
 #include "src/core/types.hpp"
@@ -141,6 +143,68 @@ Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& sp
   return d;
 }
 
+// ---- The lossless pass on segment 3 (FORMAT.md "Lossless pass") ----
+
+// Segment 3 as stored: the Huffman words through `pass` where that shrinks
+// them, else the words themselves. `applied` gets what header byte 5 must say.
+template <class ExecSpace>
+std::vector<std::uint8_t> words_segment(const ExecSpace& space,
+                                        Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> words,
+                                        std::uint64_t n_words, LosslessId pass, LosslessId& applied, Report* report) {
+  using Mem = typename ExecSpace::memory_space;
+  applied = LosslessId::None;
+  std::vector<std::uint8_t> out;
+  if (pass != LosslessId::None && n_words > 0) {
+    const Kokkos::View<const std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
+        reinterpret_cast<const std::uint8_t*>(words.data()), n_words * 4);
+    const auto enc = lossless::encode<ExecSpace>(space, bytes, static_cast<lossless::Method>(pass));
+    if (enc.size < n_words * 4) {
+      applied = pass;
+      out = to_host_bytes(enc.bytes, enc.size);
+    }
+  }
+  if (applied == LosslessId::None) out = to_host_bytes(words, n_words);
+  if (report) {
+    report->huffman_bytes = n_words * 4;
+    report->lossless_bytes = out.size();
+    report->lossless = applied;
+  }
+  return out;
+}
+
+// Words of the Huffman bitstream segment 3 holds, once the pass that header
+// byte 5 names is undone. Validates the lossless header; allocates nothing.
+inline std::uint64_t huffman_word_count(const container::Parsed& s) {
+  const auto& seg = s.require(SegmentId::HuffmanWords);
+  if (s.header.lossless == LosslessId::None) {
+    KSZ_STREAM_CHECK(seg.size % 4 == 0, "Huffman words segment is not whole words");
+    return seg.size / 4;
+  }
+  const lossless::Info info = lossless::inspect(seg.data, seg.size);
+  KSZ_STREAM_CHECK(static_cast<std::uint8_t>(info.method) == static_cast<std::uint8_t>(s.header.lossless),
+                   "lossless payload method ", int(info.method), " differs from the header's pass ",
+                   int(s.header.lossless));
+  KSZ_STREAM_CHECK(info.raw_bytes % 4 == 0, "Huffman bitstream after the lossless pass is not whole words");
+  return info.raw_bytes / 4;
+}
+
+// The Huffman words on the device: segment 3 copied, or decoded by the pass.
+template <class ExecSpace>
+Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> huffman_words(const ExecSpace& space,
+                                                                             const container::Parsed& s,
+                                                                             std::uint64_t n_words) {
+  using Mem = typename ExecSpace::memory_space;
+  const auto& seg = s.require(SegmentId::HuffmanWords);
+  if (s.header.lossless == LosslessId::None) return to_device<std::uint32_t>(space, seg, n_words, "Huffman words");
+  const auto payload = to_device<std::uint8_t>(space, seg, seg.size, "lossless payload");
+  Kokkos::View<std::uint32_t*, Mem> words(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman_words"),
+                                          n_words);
+  const Kokkos::View<std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
+      reinterpret_cast<std::uint8_t*>(words.data()), n_words * 4);
+  lossless::decode<ExecSpace>(space, payload, bytes);
+  return words;
+}
+
 template <class T>
 constexpr DType dtype_of() {
   return sizeof(T) == 8 ? DType::F64 : DType::F32;
@@ -150,12 +214,14 @@ constexpr DType dtype_of() {
 // (segments 1-3 of FORMAT.md). The Lorenzo pipeline does the same inline.
 struct HuffmanSegments {
   std::vector<std::uint8_t> lengths, offsets, words;
+  LosslessId lossless = LosslessId::None;  // the pass applied to `words` (header byte 5)
 };
 
 template <class ExecSpace, class Timer>
 HuffmanSegments huffman_encode_codes(const ExecSpace& space,
                                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                                     std::uint32_t radius, std::uint32_t huffman_chunk, Timer& timer) {
+                                     std::uint32_t radius, std::uint32_t huffman_chunk, LosslessId pass,
+                                     Timer& timer, Report* report) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint32_t nsym = 2 * radius;
   Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
@@ -170,7 +236,8 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   HuffmanSegments out;
   out.lengths.assign(book.lengths.begin(), book.lengths.end());
   out.offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
-  out.words = to_host_bytes(enc.words, enc.n_words);
+  out.words = words_segment(space, enc.words, enc.n_words, pass, out.lossless, report);
+  if (pass != LosslessId::None) timer.mark("lossless pass");
   return out;
 }
 
@@ -181,9 +248,7 @@ Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_co
     const ExecSpace& space, const container::Parsed& s, std::uint64_t n, std::uint32_t radius,
     std::uint32_t hchunk) {
   using Mem = typename ExecSpace::memory_space;
-  const auto& words_seg = s.require(SegmentId::HuffmanWords);
-  KSZ_STREAM_CHECK(words_seg.size % 4 == 0, "Huffman words segment is not whole words");
-  const std::uint64_t n_words = words_seg.size / 4;
+  const std::uint64_t n_words = huffman_word_count(s);
   // Every symbol takes at least one bit: no absurd allocation from a lying header.
   KSZ_STREAM_CHECK(n <= n_words * 32, "header claims ", n, " elements but the stream holds at most ",
                    n_words * 32);
@@ -193,7 +258,7 @@ Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_co
                    2ull * radius);
   const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
-  auto words = to_device<std::uint32_t>(space, words_seg, n_words, "Huffman words");
+  auto words = huffman_words<ExecSpace>(space, s, n_words);
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
   Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);

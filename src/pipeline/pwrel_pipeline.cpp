@@ -129,6 +129,9 @@ std::vector<std::uint8_t> PwRelPipeline<ExecSpace>::compress(const ExecSpace& sp
     report->output_bytes = stream.size();
     report->outliers = ir.outliers;
     report->verbatim = verb_idx.extent(0) + ir.verbatim;
+    report->huffman_bytes = ir.huffman_bytes;  // the inner stream's
+    report->lossless_bytes = ir.lossless_bytes;
+    report->lossless = ir.lossless;
     report->abs_bound = h.abs_bound;
     report->value_min = range.min;
     report->value_max = range.max;

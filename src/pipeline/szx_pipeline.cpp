@@ -123,6 +123,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const container::Header& h = s.header;
   KSZ_STREAM_CHECK(h.dtype == impl::dtype_of<T>(), "dtype mismatch");
   KSZ_STREAM_CHECK(h.predictor == PredictorId::SZx && h.codec == CodecId::None, "not an SZx stream");
+  KSZ_STREAM_CHECK(h.lossless == LosslessId::None, "SZx stream with a lossless pass");
   const std::uint64_t n = h.dims.count();
   const std::uint32_t block = h.u32(Param::SzxBlock);
   KSZ_STREAM_CHECK(block >= 1 && block <= szx::kMaxBlock, "SZx block size ", block, " out of range");

@@ -68,6 +68,26 @@ TEST_F(Cli, GenCompressDecompressRoundTrip) {
                            a.size() / 4, 1e-3));
 }
 
+TEST_F(Cli, LosslessPassChoices) {
+  ASSERT_EQ(run_ksz("gen -o " + path("f.f32") + " -t f32 -d 64,48,32 --kind smooth").code, 0);
+  const auto a = read("f.f32");
+  for (const char* pass : {"zbe", "zwe", "none"}) {
+    ASSERT_EQ(run_ksz("compress -i " + path("f.f32") + " -o " + path("f.ksz") + " -t f32 -d 64,48,32 -e 1e-2 " +
+                      "--predictor interp --lossless " + pass)
+                  .code,
+              0)
+        << pass;
+    ASSERT_EQ(run_ksz("decompress -i " + path("f.ksz") + " -o " + path("g.f32")).code, 0) << pass;
+    const auto s = read("f.ksz");
+    const StreamInfo i = inspect(s.data(), s.size());
+    EXPECT_STREQ(to_string(i.lossless), pass);
+    const auto b = read("g.f32");
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_TRUE(within_bound(reinterpret_cast<const float*>(a.data()), reinterpret_cast<const float*>(b.data()),
+                             a.size() / 4, i.abs_bound));
+  }
+}
+
 TEST_F(Cli, RejectsBadArguments) {
   ASSERT_EQ(run_ksz("gen -o " + path("f.f32") + " -t f32 -d 10,10").code, 0);
   const std::string base = "compress -i " + path("f.f32") + " -o " + path("o.ksz");
@@ -77,6 +97,7 @@ TEST_F(Cli, RejectsBadArguments) {
   expect_clean_failure(run_ksz(base + " -t f32 -d 10,10 -e nan"), path("o.ksz"), "bound");
   expect_clean_failure(run_ksz(base + " -t f16 -d 10,10"), path("o.ksz"), "dtype");
   expect_clean_failure(run_ksz(base + " -t f32 -d 10,10 -m foo"), path("o.ksz"), "mode");
+  expect_clean_failure(run_ksz(base + " -t f32 -d 10,10 --lossless lz77"), path("o.ksz"), "lossless");
   expect_clean_failure(run_ksz(base + " -t f32 -d 0,10"), path("o.ksz"), "extent");
   expect_clean_failure(run_ksz(base + " -t f32 -d 10,10,10,10,10"), path("o.ksz"), "extents");
   expect_clean_failure(run_ksz("compress -i " + path("missing.f32") + " -o " + path("o.ksz") + " -t f32 -d 10"),

@@ -1,0 +1,618 @@
+// Lossless pass after the codec: hierarchical zero elimination, block-parallel,
+// on any Kokkos execution space, the same bytes on every backend.
+//
+// Why zeros: canonical Huffman gives the most frequent symbol (the center
+// quantization code) the all-zero shortest code, so smooth regions become runs
+// of zero bits, hence zero bytes and words. That is the redundancy behind
+// Huffman's 1-bit-per-symbol floor (ratio <= 32 for f32), which cuSZ-i removes
+// with NVIDIA's proprietary Bitcomp (cusz-i section VI-B). Designs measured on
+// real Huffman output: perf/results/lossless_designs.md.
+//
+// Payload (FORMAT.md "Lossless pass"): a 16-byte header, one u32 stored size
+// per block of B = 2^log2_block raw bytes, then the blocks back to back. A block
+// whose stored size equals its raw length is stored raw, so the pass never
+// grows data by more than the header and 4 bytes per block.
+//
+// A coded block: level 0 is the block's units (bytes for ZeroBytes, u32 words
+// for ZeroWords); D1 is the bitmap of its nonzero units (bit u % 8, LSB first,
+// of byte u / 8); each further level is the bitmap of the previous level's
+// nonzero bytes, until a bitmap has at most kTopBytes bytes. Stored: V0 (the
+// nonzero units of level 0, in order), V1, ..., V(top-1) (the nonzero bytes of
+// each bitmap level), then the top bitmap itself. An all-zero 8 KiB block
+// takes 16 bytes.
+#pragma once
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "src/core/error.hpp"
+
+namespace ksz::lossless {
+
+// Numeric values are LosslessId's (header byte 5): never renumber.
+enum class Method : std::uint8_t { ZeroBytes = 1, ZeroWords = 2 };
+
+constexpr int kLog2BlockDefault = 13;  // 8 KiB: ratio within 0.3% of 64 KiB blocks, 8x the parallelism
+constexpr int kLog2BlockMin = 10;
+constexpr int kLog2BlockMax = 16;
+constexpr std::uint32_t kTopBytes = 16;  // levels stop at a bitmap of at most this many bytes
+constexpr std::uint64_t kHeaderBytes = 16;
+constexpr int kMaxLevels = 8;  // 2^16 bytes: 65536 units, bitmaps 8192, 1024, 128, 16
+
+// The payload header, read on the host.
+struct Info {
+  std::uint64_t raw_bytes = 0;  // length before the pass
+  Method method = Method::ZeroBytes;
+  int log2_block = kLog2BlockDefault;
+  std::uint64_t blocks = 0;
+};
+
+// Validates a payload's header (and that its size table fits): throws
+// ksz::CorruptStream with a one-line reason. `p` holds `size` bytes (at least
+// the header when size >= kHeaderBytes).
+inline Info inspect(const std::uint8_t* p, std::uint64_t size) {
+  KSZ_STREAM_CHECK(size >= kHeaderBytes, "lossless payload of ", size, " bytes is shorter than its header");
+  Info i;
+  std::memcpy(&i.raw_bytes, p, 8);
+  const int log2_block = p[8];
+  const int method = p[9];
+  std::uint16_t reserved;
+  std::uint32_t blocks;
+  std::memcpy(&reserved, p + 10, 2);
+  std::memcpy(&blocks, p + 12, 4);
+  KSZ_STREAM_CHECK(method == 1 || method == 2, "unknown lossless method ", method);
+  KSZ_STREAM_CHECK(log2_block >= kLog2BlockMin && log2_block <= kLog2BlockMax, "lossless block size 2^",
+                   log2_block, " out of range");
+  KSZ_STREAM_CHECK(reserved == 0, "lossless header reserved field is not 0");
+  i.method = static_cast<Method>(method);
+  i.log2_block = log2_block;
+  i.blocks = blocks;
+  const std::uint64_t b = std::uint64_t(1) << log2_block;
+  // Every coded block stores at least one byte, so a payload bounds the raw
+  // length it can claim: no absurd allocation from a lying header.
+  KSZ_STREAM_CHECK(blocks <= (size - kHeaderBytes) / 5, "lossless payload of ", size, " bytes cannot hold ",
+                   blocks, " blocks");
+  KSZ_STREAM_CHECK(i.raw_bytes <= blocks * b && (blocks == 0 || i.raw_bytes > (blocks - 1) * b),
+                   "lossless raw length ", i.raw_bytes, " does not match its ", blocks, " blocks of ", b, " bytes");
+  return i;
+}
+
+// Device memory encode() allocates besides its result: the staging copy and
+// the per-block sizes and offsets.
+inline std::size_t workspace_bytes(std::uint64_t raw_bytes, int log2_block = kLog2BlockDefault) {
+  const std::uint64_t b = std::uint64_t(1) << log2_block, nb = (raw_bytes + b - 1) / b;
+  return static_cast<std::size_t>(nb * b + 16 * (nb + 1));
+}
+
+namespace impl {
+
+// Bits of the device status word (decode).
+enum StatusBits : std::uint32_t {
+  kBadSize = 1u,       // a block's stored size exceeds its raw length
+  kOverrun = 2u,       // a level's values run before the block's first byte
+  kTrailing = 4u,      // bytes of a block left unused
+  kBadPadding = 8u,    // bitmap bits past a level's end, or bytes past the raw end, are set
+  kZeroValue = 16u,    // a stored value is zero (a bitmap bit says it is not)
+};
+
+inline std::string describe_status(std::uint32_t s) {
+  std::string out;
+  auto add = [&](std::uint32_t bit, const char* what) {
+    if (!(s & bit)) return;
+    if (!out.empty()) out += "; ";
+    out += what;
+  };
+  add(kBadSize, "a block's stored size exceeds its raw length");
+  add(kOverrun, "a block's values run past its start");
+  add(kTrailing, "unused bytes in a block");
+  add(kBadPadding, "bits set past the end of a level");
+  add(kZeroValue, "a stored value is zero");
+  return out;
+}
+
+// Level geometry of one block of `bytes` raw bytes: len[0] units at level 0,
+// len[k] bytes of bitmap level k (1 <= k <= top); off[k] is level k's offset
+// in team scratch.
+struct Levels {
+  int top;
+  std::uint32_t len[kMaxLevels + 1];
+  std::uint32_t off[kMaxLevels + 1];
+  std::uint32_t scratch;  // bytes of levels 1..top
+};
+
+KOKKOS_INLINE_FUNCTION Levels levels_of(std::uint32_t bytes, int unit) {
+  Levels lv{};
+  lv.len[0] = (bytes + unit - 1) / unit;
+  lv.len[1] = (lv.len[0] + 7) / 8;
+  lv.off[1] = 0;
+  int k = 1;
+  while (lv.len[k] > kTopBytes && k < kMaxLevels) {
+    lv.len[k + 1] = (lv.len[k] + 7) / 8;
+    lv.off[k + 1] = lv.off[k] + lv.len[k];
+    ++k;
+  }
+  lv.top = k;
+  lv.scratch = lv.off[k] + lv.len[k];
+  return lv;
+}
+
+KOKKOS_INLINE_FUNCTION int popcount32(std::uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return __popc(x);
+#else
+  x = x - ((x >> 1) & 0x55555555u);  // no -mpopcnt needed
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  return static_cast<int>((((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+#endif
+}
+
+KOKKOS_INLINE_FUNCTION int lowest_bit(std::uint32_t x) {  // x != 0
+#if defined(__CUDA_ARCH__)
+  return __ffs(x) - 1;
+#else
+  return __builtin_ctz(x);
+#endif
+}
+
+// Bit i of the result is set iff byte i of w is nonzero.
+KOKKOS_INLINE_FUNCTION std::uint32_t nonzero_bytes(std::uint64_t w) {
+  constexpr std::uint64_t low7 = 0x7F7F7F7F7F7F7F7Full;
+  const std::uint64_t high = (((w & low7) + low7) | w) & ~low7;  // the top bit of each nonzero byte
+  return static_cast<std::uint32_t>(((high >> 7) * 0x0102040810204080ull) >> 56);  // gathered, no carries
+}
+
+// A chunk is 32 bytes of a level: 32 byte units or 8 word units, so one
+// chunk's bitmap is 4 or 1 bitmap bytes. Reads bytes [at, at + 32) of p that
+// lie below `end`, zero past it; aligned 64-bit loads when the whole chunk is
+// present and p + at is 8-byte aligned (the common case on every backend).
+struct Chunk {
+  std::uint64_t w[4];
+  KOKKOS_INLINE_FUNCTION std::uint32_t unit(int j, int u) const {
+    return u == 1 ? static_cast<std::uint32_t>((w[j >> 3] >> (8 * (j & 7))) & 0xFFu)
+                  : static_cast<std::uint32_t>(w[j >> 1] >> (32 * (j & 1)));
+  }
+};
+
+KOKKOS_INLINE_FUNCTION void load_chunk(const std::uint8_t* p, std::uint64_t at, std::uint64_t end, Chunk& c) {
+  if (at + 32 <= end && ((reinterpret_cast<std::uintptr_t>(p + at) & 7u) == 0)) {
+    const std::uint64_t* q = reinterpret_cast<const std::uint64_t*>(p + at);
+    c.w[0] = q[0];
+    c.w[1] = q[1];
+    c.w[2] = q[2];
+    c.w[3] = q[3];
+    return;
+  }
+  for (int k = 0; k < 4; ++k) {
+    std::uint64_t v = 0;
+    for (int j = 0; j < 8; ++j) {
+      const std::uint64_t a = at + 8 * k + j;
+      if (a < end) v |= static_cast<std::uint64_t>(p[a]) << (8 * j);
+    }
+    c.w[k] = v;
+  }
+}
+
+KOKKOS_INLINE_FUNCTION void store_chunk(std::uint8_t* p, std::uint64_t at, std::uint64_t end, const Chunk& c) {
+  if (at + 32 <= end && ((reinterpret_cast<std::uintptr_t>(p + at) & 7u) == 0)) {
+    std::uint64_t* q = reinterpret_cast<std::uint64_t*>(p + at);
+    q[0] = c.w[0];
+    q[1] = c.w[1];
+    q[2] = c.w[2];
+    q[3] = c.w[3];
+    return;
+  }
+  for (int k = 0; k < 4; ++k)
+    for (int j = 0; j < 8; ++j) {
+      const std::uint64_t a = at + 8 * k + j;
+      if (a < end) p[a] = static_cast<std::uint8_t>(c.w[k] >> (8 * j));
+    }
+}
+
+// Bitmap bits of a chunk whose first unit is first_unit, of a level with
+// `units` units of u bytes (units past the end are zero in the chunk).
+KOKKOS_INLINE_FUNCTION std::uint32_t chunk_mask(const Chunk& c, int u) {
+  if (u == 1)
+    return nonzero_bytes(c.w[0]) | nonzero_bytes(c.w[1]) << 8 | nonzero_bytes(c.w[2]) << 16 |
+           nonzero_bytes(c.w[3]) << 24;
+  std::uint32_t m = 0;
+  for (int j = 0; j < 8; ++j)
+    if (c.unit(j, 4) != 0) m |= 1u << j;
+  return m;
+}
+
+KOKKOS_INLINE_FUNCTION std::uint32_t read_mask(const std::uint8_t* bitmap, std::uint64_t i, int mbytes,
+                                               std::uint32_t bitmap_len) {
+  std::uint32_t m = 0;
+  for (int k = 0; k < mbytes; ++k) {
+    const std::uint64_t a = i * mbytes + k;
+    if (a < bitmap_len) m |= static_cast<std::uint32_t>(bitmap[a]) << (8 * k);
+  }
+  return m;
+}
+
+template <class ExecSpace>
+using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+
+template <class ExecSpace>
+int team_size() {  // one thread per block on CPUs: a block stays in one core's cache
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible ? 1 : 128;
+}
+
+// Bitmap of one level inside a team: the level's `units` units of u bytes at
+// src (zero past src_end) give their bitmap (written to `bitmap`, blen
+// bytes). Returns the number of nonzero units, on every thread of the team.
+template <class M>
+KOKKOS_INLINE_FUNCTION std::uint32_t bitmap_level(const M& t, const std::uint8_t* src, std::uint64_t src_end,
+                                                  std::uint64_t units, int u, std::uint8_t* bitmap,
+                                                  std::uint32_t blen) {
+  const int mbytes = u == 1 ? 4 : 1;
+  const std::uint64_t g = 32 / u;
+  std::uint32_t count = 0;
+  Kokkos::parallel_reduce(
+      Kokkos::TeamThreadRange(t, (units + g - 1) / g),
+      [&](const std::uint64_t i, std::uint32_t& acc) {
+        Chunk c;
+        load_chunk(src, 32 * i, src_end, c);
+        const std::uint32_t m = chunk_mask(c, u);
+        for (int k = 0; k < mbytes; ++k)
+          if (i * mbytes + k < blen) bitmap[i * mbytes + k] = static_cast<std::uint8_t>(m >> (8 * k));
+        acc += static_cast<std::uint32_t>(popcount32(m));
+      },
+      count);
+  t.team_barrier();  // the bitmap is the next level's input
+  return count;
+}
+
+// The nonzero units of a level, in order, to dst[pos...]: places by a team
+// scan over the bitmap; only chunks with set bits are read again.
+template <class M>
+KOKKOS_INLINE_FUNCTION void values_level(const M& t, const std::uint8_t* src, std::uint64_t src_end,
+                                         std::uint64_t units, int u, const std::uint8_t* bitmap, std::uint32_t blen,
+                                         std::uint8_t* dst) {
+  const int mbytes = u == 1 ? 4 : 1;
+  const std::uint64_t g = 32 / u;
+  Kokkos::parallel_scan(Kokkos::TeamThreadRange(t, (units + g - 1) / g),
+                        [&](const std::uint64_t i, std::uint64_t& acc, const bool final) {
+                          std::uint32_t m = read_mask(bitmap, i, mbytes, blen);
+                          const int c = popcount32(m);
+                          if (final && m) {
+                            Chunk ch;
+                            load_chunk(src, 32 * i, src_end, ch);
+                            std::uint8_t* o = dst + acc * u;
+                            for (; m; m &= m - 1) {
+                              const std::uint32_t v = ch.unit(lowest_bit(m), u);
+                              for (int k = 0; k < u; ++k) *o++ = static_cast<std::uint8_t>(v >> (8 * k));
+                            }
+                          }
+                          acc += static_cast<std::uint64_t>(c);
+                        });
+}
+
+// Encodes block b of `in` into staging[b*B, b*B + len) and its stored size.
+// Bitmaps and counts first, so a block that would not shrink costs one read
+// and is stored raw without writing its values.
+template <class ExecSpace>
+struct EncodeBlocks {
+  using Mem = typename ExecSpace::memory_space;
+  Kokkos::View<const std::uint8_t*, Mem> in;
+  Kokkos::View<std::uint8_t*, Mem> staging;
+  Kokkos::View<std::uint64_t*, Mem> sizes;
+  std::uint64_t n;
+  int log2_block, unit;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& t) const {
+    using Scratch = Kokkos::View<std::uint64_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+    const std::uint64_t b = static_cast<std::uint64_t>(t.league_rank());
+    const std::uint64_t begin = b << log2_block;
+    const std::uint64_t bsize = std::uint64_t(1) << log2_block;
+    const std::uint32_t len = static_cast<std::uint32_t>(n - begin < bsize ? n - begin : bsize);
+    const Levels lv = levels_of(len, unit);
+    Scratch shared(t.team_scratch(0), (lv.scratch + 7) / 8);
+    std::uint8_t* levels = reinterpret_cast<std::uint8_t*>(shared.data());
+    const std::uint8_t* src = in.data() + begin;
+    std::uint64_t pos[kMaxLevels + 1];  // where V_k starts; pos[top] is where the top bitmap goes
+    pos[0] = 0;
+    pos[1] = std::uint64_t(bitmap_level(t, src, len, lv.len[0], unit, levels + lv.off[1], lv.len[1])) * unit;
+    bool raw = pos[1] >= len;  // team-uniform: counts are broadcast
+    for (int k = 1; k < lv.top && !raw; ++k) {
+      pos[k + 1] = pos[k] + bitmap_level(t, levels + lv.off[k], lv.len[k], lv.len[k], 1, levels + lv.off[k + 1],
+                                         lv.len[k + 1]);
+      raw = pos[k + 1] >= len;
+    }
+    raw = raw || pos[lv.top] + lv.len[lv.top] >= len;
+    if (!raw) {
+      std::uint8_t* dst = staging.data() + begin;
+      values_level(t, src, len, lv.len[0], unit, levels + lv.off[1], lv.len[1], dst);
+      for (int k = 1; k < lv.top; ++k)
+        values_level(t, levels + lv.off[k], lv.len[k], lv.len[k], 1, levels + lv.off[k + 1], lv.len[k + 1],
+                     dst + pos[k]);
+      const std::uint8_t* top = levels + lv.off[lv.top];
+      std::uint8_t* tdst = dst + pos[lv.top];
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, lv.len[lv.top]), [&](const std::uint32_t j) { tdst[j] = top[j]; });
+    }
+    Kokkos::single(Kokkos::PerTeam(t), [&]() { sizes(b) = raw ? len : pos[lv.top] + lv.len[lv.top]; });
+  }
+};
+
+// Copies each block's stored bytes (staging, or the input for a raw block)
+// to its place in the payload, and its size into the size table.
+template <class ExecSpace>
+struct GatherBlocks {
+  using Mem = typename ExecSpace::memory_space;
+  Kokkos::View<const std::uint8_t*, Mem> in, staging;
+  Kokkos::View<const std::uint64_t*, Mem> sizes, offsets;
+  Kokkos::View<std::uint8_t*, Mem> out;
+  std::uint64_t n, data_start;
+  int log2_block;
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& t) const {
+    const std::uint64_t b = static_cast<std::uint64_t>(t.league_rank());
+    const std::uint64_t begin = b << log2_block;
+    const std::uint64_t bsize = std::uint64_t(1) << log2_block;
+    const std::uint64_t len = n - begin < bsize ? n - begin : bsize;
+    const std::uint64_t s = sizes(b);
+    const std::uint8_t* src = (s == len ? in.data() : staging.data()) + begin;
+    std::uint8_t* dst = out.data() + data_start + offsets(b);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const std::uint64_t j) { dst[j] = src[j]; });
+    Kokkos::single(Kokkos::PerTeam(t), [&]() {
+      for (int k = 0; k < 4; ++k) out(kHeaderBytes + 4 * b + k) = static_cast<std::uint8_t>(s >> (8 * k));
+    });
+  }
+};
+
+KOKKOS_INLINE_FUNCTION std::uint64_t stored_size(const std::uint8_t* payload, std::uint64_t b) {
+  const std::uint8_t* p = payload + kHeaderBytes + 4 * b;
+  return std::uint64_t(p[0]) | std::uint64_t(p[1]) << 8 | std::uint64_t(p[2]) << 16 | std::uint64_t(p[3]) << 24;
+}
+
+// Decodes block b of a payload into out.
+template <class ExecSpace>
+struct DecodeBlocks {
+  using Mem = typename ExecSpace::memory_space;
+  Kokkos::View<const std::uint8_t*, Mem> payload;
+  Kokkos::View<const std::uint64_t*, Mem> offsets;
+  Kokkos::View<std::uint8_t*, Mem> out;
+  Kokkos::View<std::uint32_t*, Mem> status;
+  std::uint64_t n, data_start;
+  int log2_block, unit;
+
+  KOKKOS_INLINE_FUNCTION void fail(const Member<ExecSpace>& t, std::uint32_t bit) const {
+    Kokkos::single(Kokkos::PerTeam(t), [&]() { Kokkos::atomic_fetch_or(&status(0), bit); });
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member<ExecSpace>& t) const {
+    using Scratch = Kokkos::View<std::uint64_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+    const std::uint64_t b = static_cast<std::uint64_t>(t.league_rank());
+    const std::uint64_t begin = b << log2_block;
+    const std::uint64_t bsize = std::uint64_t(1) << log2_block;
+    const std::uint32_t len = static_cast<std::uint32_t>(n - begin < bsize ? n - begin : bsize);
+    const std::uint64_t s = stored_size(payload.data(), b);
+    const std::uint8_t* src = payload.data() + data_start + offsets(b);
+    std::uint8_t* dst = out.data() + begin;
+    if (s > len) return;  // flagged by the offsets scan
+    if (s == len) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t j) { dst[j] = src[j]; });
+      return;
+    }
+    const Levels lv = levels_of(len, unit);
+    const std::uint32_t top_len = lv.len[lv.top];
+    if (s < top_len) return fail(t, kOverrun);
+    Scratch shared(t.team_scratch(0), (lv.scratch + 7) / 8);
+    std::uint8_t* levels = reinterpret_cast<std::uint8_t*>(shared.data());
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, top_len),
+                         [&](const std::uint32_t j) { levels[lv.off[lv.top] + j] = src[s - top_len + j]; });
+    t.team_barrier();
+    std::uint64_t pos = s - top_len;
+    for (int k = lv.top - 1; k >= 0; --k) {
+      const int u = k == 0 ? unit : 1;
+      const std::uint64_t units = lv.len[k];
+      const std::uint8_t* bitmap = levels + lv.off[k + 1];
+      const std::uint32_t blen = lv.len[k + 1];
+      // Set units, and bits past the level's end (which must be clear).
+      std::uint64_t count = 0, padding = 0;
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(t, blen),
+          [&](const std::uint32_t i, std::uint64_t& acc) {
+            const std::uint32_t byte = bitmap[i];
+            const std::uint64_t first = 8 * std::uint64_t(i);
+            const std::uint32_t valid = first + 8 <= units ? 0xFFu : (1u << (units - first)) - 1u;
+            acc += std::uint64_t(popcount32(byte & valid)) | (std::uint64_t((byte & ~valid) != 0) << 32);
+          },
+          count);
+      padding = count >> 32;
+      count &= 0xFFFFFFFFu;
+      if (padding) return fail(t, kBadPadding);
+      if (count * u > pos) return fail(t, kOverrun);
+      const std::uint64_t start = pos - count * u;
+      const std::uint8_t* vals = src + start;
+      const int mbytes = u == 1 ? 4 : 1;
+      const std::uint64_t g = 32 / u;
+      const std::uint64_t nchunks = (units + g - 1) / g;
+      std::uint8_t* level_out = k == 0 ? dst : levels + lv.off[k];
+      const std::uint64_t out_end = k == 0 ? len : lv.len[k];
+      std::uint32_t bad = 0;
+      Kokkos::parallel_scan(Kokkos::TeamThreadRange(t, nchunks), [&](const std::uint64_t i, std::uint64_t& acc,
+                                                                     const bool final) {
+        const std::uint32_t m = read_mask(bitmap, i, mbytes, blen);
+        if (final) {
+          Chunk c{{0, 0, 0, 0}};
+          const std::uint8_t* v8 = vals + acc * u;
+          for (std::uint32_t r = m; r; r &= r - 1) {
+            const int j = lowest_bit(r);
+            std::uint64_t v = 0;
+            for (int q = 0; q < u; ++q) v |= std::uint64_t(*v8++) << (8 * q);
+            if (v == 0) bad |= kZeroValue;
+            const int bit = j * 8 * u;  // bit offset of unit j in the chunk
+            c.w[bit >> 6] |= v << (bit & 63);
+          }
+          // A partial last word must not carry bytes past the raw end.
+          const std::uint64_t first = 32 * i;
+          if (first + 32 > out_end) {
+            for (std::uint64_t a = out_end; a < first + 32; ++a) {
+              const std::uint64_t r = a - first;
+              if ((c.w[r >> 3] >> (8 * (r & 7))) & 0xFFu) bad |= kBadPadding;
+            }
+          }
+          store_chunk(level_out, first, out_end, c);
+        }
+        acc += popcount32(m);
+      });
+      if (bad) Kokkos::atomic_fetch_or(&status(0), bad);
+      t.team_barrier();
+      pos = start;
+    }
+    if (pos != 0) fail(t, kTrailing);
+  }
+};
+
+// Exclusive offsets of the blocks' stored bytes; flags sizes over the raw length.
+template <class ExecSpace>
+struct BlockOffsets {
+  using Mem = typename ExecSpace::memory_space;
+  Kokkos::View<const std::uint8_t*, Mem> payload;
+  Kokkos::View<std::uint64_t*, Mem> offsets;
+  Kokkos::View<std::uint32_t*, Mem> status;
+  std::uint64_t n, nb;
+  int log2_block;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t b, std::uint64_t& acc, const bool final) const {
+    std::uint64_t s = 0;
+    if (b < nb) {
+      const std::uint64_t begin = b << log2_block, bsize = std::uint64_t(1) << log2_block;
+      const std::uint64_t len = n - begin < bsize ? n - begin : bsize;
+      s = stored_size(payload.data(), b);
+      if (s > len) {
+        if (final) Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadSize));
+        s = len;
+      }
+    }
+    if (final) offsets(b) = acc;
+    acc += s;
+  }
+};
+
+// Exclusive scan of the encoder's sizes into offsets (nb + 1 entries).
+template <class ExecSpace>
+struct SizeScan {
+  using Mem = typename ExecSpace::memory_space;
+  Kokkos::View<const std::uint64_t*, Mem> sizes;
+  Kokkos::View<std::uint64_t*, Mem> offsets;
+  std::uint64_t nb;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t b, std::uint64_t& acc, const bool final) const {
+    const std::uint64_t s = b < nb ? sizes(b) : 0;
+    if (final) offsets(b) = acc;
+    acc += s;
+  }
+};
+
+}  // namespace impl
+
+template <class ExecSpace>
+struct Encoded {
+  Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> bytes;  // exactly `size` bytes
+  std::uint64_t size = 0;
+};
+
+// Encodes in.extent(0) bytes already in ExecSpace's memory: per-block coding
+// into a staging copy, an exclusive scan of the stored sizes, then a gather.
+// Synchronizes twice (to size the result, and at the end). Throws
+// ksz::InvalidInput for a log2_block outside [kLog2BlockMin, kLog2BlockMax].
+template <class ExecSpace>
+Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> in,
+                          Method method, int log2_block = kLog2BlockDefault) {
+  using Mem = typename ExecSpace::memory_space;
+  KSZ_EXPECTS(log2_block >= kLog2BlockMin && log2_block <= kLog2BlockMax, "lossless: block size 2^", log2_block,
+              " out of range");
+  KSZ_EXPECTS(method == Method::ZeroBytes || method == Method::ZeroWords, "lossless: unknown method");
+  const std::uint64_t n = in.extent(0);
+  const std::uint64_t bsize = std::uint64_t(1) << log2_block;
+  const std::uint64_t nb = (n + bsize - 1) / bsize;
+  KSZ_EXPECTS(nb < (std::uint64_t(1) << 31), "lossless: input of ", n, " bytes has too many blocks");
+  const int unit = method == Method::ZeroWords ? 4 : 1;
+  Kokkos::View<std::uint64_t*, Mem> sizes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::sizes"),
+                                          nb);
+  Kokkos::View<std::uint64_t*, Mem> offsets(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::offsets"), nb + 1);
+  Kokkos::View<std::uint8_t*, Mem> staging(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::staging"),
+                                           nb * bsize);
+  const int ts = impl::team_size<ExecSpace>();
+  const std::size_t scratch = 8 * ((impl::levels_of(static_cast<std::uint32_t>(bsize), unit).scratch + 7) / 8);
+  if (nb > 0)
+    Kokkos::parallel_for("ksz::lossless::encode",
+                         Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), ts)
+                             .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                         impl::EncodeBlocks<ExecSpace>{in, staging, sizes, n, log2_block, unit});
+  Kokkos::parallel_scan("ksz::lossless::offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nb + 1),
+                        impl::SizeScan<ExecSpace>{sizes, offsets, nb});
+  std::uint64_t total = 0;
+  Kokkos::deep_copy(space, total, Kokkos::subview(offsets, nb));
+  space.fence();
+
+  const std::uint64_t data_start = kHeaderBytes + 4 * nb;
+  Encoded<ExecSpace> res;
+  res.size = data_start + total;
+  res.bytes = Kokkos::View<std::uint8_t*, Mem>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::payload"), res.size);
+  Kokkos::View<std::uint8_t*, Kokkos::HostSpace> head("ksz::lossless::header", kHeaderBytes);
+  std::memcpy(head.data(), &n, 8);
+  head(8) = static_cast<std::uint8_t>(log2_block);
+  head(9) = static_cast<std::uint8_t>(method);
+  const std::uint32_t nb32 = static_cast<std::uint32_t>(nb);
+  std::memcpy(head.data() + 12, &nb32, 4);
+  Kokkos::deep_copy(space, Kokkos::subview(res.bytes, std::make_pair(std::uint64_t(0), kHeaderBytes)), head);
+  if (nb > 0)
+    Kokkos::parallel_for("ksz::lossless::gather",
+                         Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), ts),
+                         impl::GatherBlocks<ExecSpace>{in, staging, sizes, offsets, res.bytes, n, data_start,
+                                                       log2_block});
+  space.fence();  // `head` is a host temporary of the asynchronous copy above
+  return res;
+}
+
+// Decodes a payload already in ExecSpace's memory into `out`, which must hold
+// exactly the payload's raw length (inspect() reads it). Safe on hostile input:
+// reads stay inside the payload, writes inside out. Throws ksz::CorruptStream
+// (then out holds partial data).
+template <class ExecSpace>
+void decode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> payload,
+            Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> out) {
+  using Mem = typename ExecSpace::memory_space;
+  const std::uint64_t size = payload.extent(0);
+  KSZ_STREAM_CHECK(size >= kHeaderBytes, "lossless payload of ", size, " bytes is shorter than its header");
+  Kokkos::View<std::uint8_t*, Kokkos::HostSpace> head("ksz::lossless::header", kHeaderBytes);
+  Kokkos::deep_copy(space, head, Kokkos::subview(payload, std::make_pair(std::uint64_t(0), kHeaderBytes)));
+  space.fence();
+  const Info info = inspect(head.data(), size);
+  KSZ_STREAM_CHECK(out.extent(0) == info.raw_bytes, "lossless payload holds ", info.raw_bytes,
+                   " bytes, expected ", out.extent(0));
+  const std::uint64_t nb = info.blocks, n = info.raw_bytes;
+  const std::uint64_t data_start = kHeaderBytes + 4 * nb;
+  KSZ_STREAM_CHECK(data_start <= size, "lossless payload truncated in its size table");
+  const int unit = info.method == Method::ZeroWords ? 4 : 1;
+  Kokkos::View<std::uint64_t*, Mem> offsets(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::offsets"), nb + 1);
+  Kokkos::View<std::uint32_t*, Mem> status("ksz::lossless::status", 1);
+  Kokkos::parallel_scan("ksz::lossless::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nb + 1),
+                        impl::BlockOffsets<ExecSpace>{payload, offsets, status, n, nb, info.log2_block});
+  std::uint64_t total = 0;
+  Kokkos::deep_copy(space, total, Kokkos::subview(offsets, nb));
+  auto h_status = Kokkos::create_mirror_view(status);
+  Kokkos::deep_copy(space, h_status, status);
+  space.fence();
+  KSZ_STREAM_CHECK(h_status(0) == 0, "lossless: ", impl::describe_status(h_status(0)));
+  KSZ_STREAM_CHECK(total == size - data_start, "lossless payload has ", size - data_start,
+                   " bytes of blocks, its size table says ", total);
+  if (nb == 0) return;
+  const std::uint64_t bsize = std::uint64_t(1) << info.log2_block;
+  const std::size_t scratch = 8 * ((impl::levels_of(static_cast<std::uint32_t>(bsize), unit).scratch + 7) / 8);
+  Kokkos::parallel_for("ksz::lossless::decode",
+                       Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), impl::team_size<ExecSpace>())
+                           .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                       impl::DecodeBlocks<ExecSpace>{payload, offsets, out, status, n, data_start, info.log2_block,
+                                                     unit});
+  Kokkos::deep_copy(space, h_status, status);
+  space.fence();
+  KSZ_STREAM_CHECK(h_status(0) == 0, "lossless: ", impl::describe_status(h_status(0)));
+}
+
+}  // namespace ksz::lossless
