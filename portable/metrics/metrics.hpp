@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "cuda_specializations/metrics_cuda.hpp"
 #include "portable/metrics/accumulators.hpp"
@@ -332,8 +333,17 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
   }
 
   impl::P1Acc r1;
-  Kokkos::parallel_reduce("ksz::metrics::pattern1", Kokkos::RangePolicy<Space>(space, 0, n),
-                          impl::Pattern1<T, Mem>{f, shift}, r1);
+  bool specialized = false;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<Space, Kokkos::Cuda>::value) {
+    const cuda_spec::MetricsFields<T> cf{orig.data(), dec.data(), mask.extent(0) ? mask.data() : nullptr, n,
+                                         cfg.fill_threshold};
+    specialized = cuda_spec::metrics_pattern1<T>(space, cf, shift, r1);
+  }
+#endif
+  if (!specialized)
+    Kokkos::parallel_reduce("ksz::metrics::pattern1", Kokkos::RangePolicy<Space>(space, 0, n),
+                            impl::Pattern1<T, Mem>{f, shift}, r1);
   q.compared = r1.cnt;
   q.excluded = r1.excl;
   q.dec_nonfinite = r1.decbad;
