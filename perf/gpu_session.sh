@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Everything one GPU session runs, in one call: device facts, the CUDA test
 # suite, the main job at 512^3, benchmarks (CUDA, OpenMP on the host cores),
-# and CUDA-vs-OpenMP byte equality on a 512^3 field. Binaries come prebuilt in
-# .gpu/ (see README: "Running on a GPU machine"); results go to $OUT.
+# and CUDA-vs-OpenMP byte equality on a 512^3 field; PART=4: the benchmark
+# harness (perf/run.sh cuda, then openmp, into $OUT/bench: results.csv,
+# table.md, *.svg). Binaries come prebuilt in .gpu/ (see README: "Running on a
+# GPU machine"); results go to $OUT.
 set -u
 R=$PWD
 OUT=${OUT:-/tmp/ksz-out}
@@ -76,4 +78,14 @@ if part 3; then
   step "ParaSZ classic pipeline and PW_REL on the host cores"
   mkdir -p build-openmp/perf && cp .gpu/bench_parasz-omp build-openmp/perf/bench_parasz
   perf/parasz/run_parasz.sh build-openmp 2>&1 | tee "$OUT/parasz.txt"
+fi
+
+# Only when asked for (PART=4), not in PART=all: about 4 minutes on its own.
+if [ "$PART" = 4 ]; then
+  step "harness: CUDA (specialized, then KSZ_PORTABLE_ONLY=1) and OpenMP on $(nproc) host cores"
+  perf/run.sh cuda "$OUT/bench"
+  OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)} perf/run.sh openmp "$OUT/bench"
+  step "summary: 3D turbulent REL 1e-3 (all rows: $OUT/bench/table.md, results.csv; plots: $OUT/bench/*.svg)"
+  python3 perf/plot.py "$OUT/bench/results.csv" --chart table --where rank=3 --where data=turbulent \
+    --where bound=1e-3 -o - | tee "$OUT/bench/summary_3d_turbulent_1e-3.md"
 fi

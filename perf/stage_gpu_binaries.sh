@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copies the CUDA and OpenMP builds' binaries into .gpu/ (ignored by git),
-# the folder perf/gpu_session.sh runs from on the GPU machine. Stripped, and
-# only what the session runs: the device tool carries at most 64 MiB.
+# the folder perf/gpu_session.sh, perf/gpu_quick.sh and perf/run.sh run from on
+# the GPU machine (run.sh needs bench_lorenzo-{cuda,omp} and libgomp). Stripped,
+# and only what those run: the device tool carries at most 64 MiB.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
