@@ -17,7 +17,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "cuda_specializations/metrics_cuda.hpp"
+#include "portable/metrics/accumulators.hpp"
 #include "portable/quantize/prequant.hpp"
 #include "src/api/quality.hpp"
 #include "src/core/error.hpp"
@@ -42,14 +45,6 @@ struct FieldPair {
   }
   KOKKOS_INLINE_FUNCTION bool valid(std::uint64_t i) const { return orig_ok(i) && finite(double(b(i))); }
   KOKKOS_INLINE_FUNCTION double err(std::uint64_t i) const { return double(b(i)) - double(a(i)); }
-};
-
-struct P1Acc {
-  std::uint64_t cnt, excl, decbad, npwr, imax;
-  double min_e, max_e, sum_e, sum_abs, max_abs, sum_e2;
-  double min_p, max_p, sum_p;
-  double min_a, max_a, min_b, max_b;
-  double sa, sb, saa, sbb, sab;  // shifted by the functor's shift (Pearson without cancellation)
 };
 
 // Pattern 1: every scalar metric in one read of both arrays.
@@ -138,13 +133,6 @@ struct Pattern1 {
   KOKKOS_INLINE_FUNCTION double a_of(std::uint64_t i) const { return double(f.a(i)); }
 };
 
-struct P2Acc {
-  std::uint64_t pts;
-  double d1max, d1sum, d2max, d2sum, dvmax, dvsum, lpmax, lpsum;
-  double acf[kQualityMaxLag];
-  std::uint64_t acn[kQualityMaxLag];
-};
-
 // Pattern 2: stencils on the error field e = b - a (derivatives are linear, so
 // d(b) - d(a) = d(e)), plus the error autocorrelation along every axis.
 template <class T, class Mem>
@@ -222,11 +210,6 @@ struct Pattern2 {
     if (adiv > v.dvmax) v.dvmax = adiv;
     if (alap > v.lpmax) v.lpmax = alap;
   }
-};
-
-struct P3Acc {
-  std::uint64_t windows;
-  double sum, min;
 };
 
 // Window positions one work item slides through along x before restarting:
@@ -350,8 +333,17 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
   }
 
   impl::P1Acc r1;
-  Kokkos::parallel_reduce("ksz::metrics::pattern1", Kokkos::RangePolicy<Space>(space, 0, n),
-                          impl::Pattern1<T, Mem>{f, shift}, r1);
+  bool specialized = false;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<Space, Kokkos::Cuda>::value) {
+    const cuda_spec::MetricsFields<T> cf{orig.data(), dec.data(), mask.extent(0) ? mask.data() : nullptr, n,
+                                         cfg.fill_threshold};
+    specialized = cuda_spec::metrics_pattern1<T>(space, cf, shift, r1);
+  }
+#endif
+  if (!specialized)
+    Kokkos::parallel_reduce("ksz::metrics::pattern1", Kokkos::RangePolicy<Space>(space, 0, n),
+                            impl::Pattern1<T, Mem>{f, shift}, r1);
   q.compared = r1.cnt;
   q.excluded = r1.excl;
   q.dec_nonfinite = r1.decbad;

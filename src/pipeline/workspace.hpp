@@ -29,6 +29,7 @@ class Workspace {
     kHuffOffsets,
     kHuffWords,
     kHuffStatus,
+    kMetrics,  // per-block partials of the quality engine's reductions
     kSlots
   };
 

@@ -1,0 +1,212 @@
+// The quality engine's CUDA pattern-1 reduction against the portable functor
+// on the GPU: counts, min/max and the max-error index identical, sums equal to
+// rounding; f32 and f64, with and without mask and fill value, sizes around
+// the vector width and pointers off every 16-byte boundary (the vector path's
+// head and tail, and the scalar path when the arrays' offsets differ).
+// Runs on CUDA builds only (a GPU is needed).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda_specializations/metrics_cuda.hpp"
+#include "portable/metrics/metrics.hpp"
+#include "src/api/quality.hpp"
+
+namespace ksz::test {
+namespace {
+
+#if defined(KSZ_HAVE_CUDA)
+
+using metrics::impl::P1Acc;
+using Mem = Kokkos::CudaSpace;
+
+struct SpecGuard {  // restores the switch whatever a test does
+  ~SpecGuard() { cuda_spec::set_enabled(true); }
+};
+
+struct Case {
+  std::uint64_t n;
+  int off_a, off_b;  // elements from the allocations' (aligned) start
+  bool mask;
+  double fill;
+};
+
+template <class T>
+struct Data {
+  Kokkos::View<T*, Mem> a, b;
+  Kokkos::View<std::uint8_t*, Mem> m;
+};
+
+// Host data: a smooth-ish original with zeros (no point-wise relative
+// error), fill values, NaN/Inf in both, and several elements sharing the
+// largest error (the index tie-break).
+template <class T>
+Data<T> make(const Case& c, std::uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  const std::uint64_t na = c.n + c.off_a, nb = c.n + c.off_b;
+  std::vector<T> ha(na), hb(nb);
+  std::vector<std::uint8_t> hm(c.n, 1);
+  for (std::uint64_t i = 0; i < c.n; ++i) {
+    const double x = 10.0 * std::sin(0.01 * double(i)) + u(rng);
+    ha[c.off_a + i] = i % 17 == 5 ? T(0) : T(x);
+    hb[c.off_b + i] = T(double(ha[c.off_a + i]) + 1e-3 * u(rng));
+    if (c.mask && i % 13 == 7) hm[i] = 0;
+  }
+  if (c.n > 4) {
+    ha[c.off_a + c.n / 2 + 1] = std::numeric_limits<T>::quiet_NaN();
+    hb[c.off_b + c.n / 3] = std::numeric_limits<T>::infinity();
+    if (std::isfinite(c.fill)) ha[c.off_a + c.n / 4] = T(2 * c.fill);
+    if (std::isfinite(c.fill)) ha[c.off_a + c.n - 2] = T(-c.fill);
+    for (std::uint64_t i : {c.n - 1, c.n / 5, c.n / 7 + 1}) {  // equal largest errors
+      ha[c.off_a + i] = T(4);
+      hb[c.off_b + i] = T(4.5);
+    }
+  }
+  Data<T> d{Kokkos::View<T*, Mem>("a", na), Kokkos::View<T*, Mem>("b", nb), Kokkos::View<std::uint8_t*, Mem>("m", c.n)};
+  Kokkos::deep_copy(d.a, Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(ha.data(), na));
+  Kokkos::deep_copy(d.b, Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(hb.data(), nb));
+  Kokkos::deep_copy(d.m, Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(hm.data(), c.n));
+  return d;
+}
+
+void expect_same(const P1Acc& p, const P1Acc& s, const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(p.cnt, s.cnt);
+  EXPECT_EQ(p.excl, s.excl);
+  EXPECT_EQ(p.decbad, s.decbad);
+  EXPECT_EQ(p.npwr, s.npwr);
+  EXPECT_EQ(p.imax, s.imax);
+  EXPECT_EQ(p.max_abs, s.max_abs);
+  EXPECT_EQ(p.min_e, s.min_e);
+  EXPECT_EQ(p.max_e, s.max_e);
+  EXPECT_EQ(p.min_p, s.min_p);
+  EXPECT_EQ(p.max_p, s.max_p);
+  EXPECT_EQ(p.min_a, s.min_a);
+  EXPECT_EQ(p.max_a, s.max_a);
+  EXPECT_EQ(p.min_b, s.min_b);
+  EXPECT_EQ(p.max_b, s.max_b);
+  // Sums: another summation order, so equal to rounding, relative to the
+  // sum of the terms' magnitudes (Cauchy-Schwarz bounds it for the signed ones).
+  const double cn = double(p.cnt), rel = 1e-12;
+  auto near = [&](const char* name, double x, double y, double mag) {
+    EXPECT_LE(std::fabs(x - y), rel * mag + 1e-300) << name << ": " << x << " vs " << y;
+  };
+  near("sum_e", p.sum_e, s.sum_e, p.sum_abs);
+  near("sum_abs", p.sum_abs, s.sum_abs, p.sum_abs);
+  near("sum_e2", p.sum_e2, s.sum_e2, p.sum_e2);
+  near("sum_p", p.sum_p, s.sum_p, p.sum_p);
+  near("saa", p.saa, s.saa, p.saa);
+  near("sbb", p.sbb, s.sbb, p.sbb);
+  near("sa", p.sa, s.sa, std::sqrt(p.saa * cn));
+  near("sb", p.sb, s.sb, std::sqrt(p.sbb * cn));
+  near("sab", p.sab, s.sab, std::sqrt(p.saa * p.sbb));
+}
+
+template <class T>
+void run_cases() {
+  SpecGuard guard;
+  const double inf = std::numeric_limits<double>::infinity();
+  const Case cases[] = {
+      {1, 0, 0, false, inf},        {1, 1, 1, true, inf},          {3, 0, 0, false, inf},
+      {3, 1, 1, true, 5.0},         {1023, 0, 0, false, inf},      {1023, 1, 1, true, 12.0},
+      {1023, 1, 0, true, 12.0},     {1023, 3, 2, false, inf},      {4097, 2, 2, false, 11.5},
+      {100003, 0, 0, true, 10.5},   {100003, 3, 3, false, inf},    {1 << 20, 0, 0, false, inf},
+      {(1 << 20) + 5, 1, 1, true, 9.75},
+  };
+  Kokkos::Cuda space;
+  std::uint32_t seed = 3;
+  for (const Case& c : cases) {
+    const std::string what = std::string(sizeof(T) == 4 ? "f32" : "f64") + " n=" + std::to_string(c.n) +
+                             " off=" + std::to_string(c.off_a) + "," + std::to_string(c.off_b) +
+                             (c.mask ? " mask" : "") + " fill=" + std::to_string(c.fill);
+    const Data<T> d = make<T>(c, seed++);
+    auto a = Kokkos::subview(d.a, std::make_pair(std::uint64_t(c.off_a), std::uint64_t(c.off_a) + c.n));
+    auto b = Kokkos::subview(d.b, std::make_pair(std::uint64_t(c.off_b), std::uint64_t(c.off_b) + c.n));
+    Kokkos::View<const T*, Mem> ca = a, cb = b;
+    Kokkos::View<const std::uint8_t*, Mem> cm;
+    if (c.mask) cm = d.m;
+    const double shift = 1.25;
+
+    P1Acc portable;
+    metrics::impl::FieldPair<T, Mem> f{ca, cb, cm, c.fill};
+    Kokkos::parallel_reduce("test::pattern1", Kokkos::RangePolicy<Kokkos::Cuda>(space, 0, c.n),
+                            metrics::impl::Pattern1<T, Mem>{f, shift}, portable);
+
+    const cuda_spec::MetricsFields<T> mf{ca.data(), cb.data(), c.mask ? cm.data() : nullptr, c.n, c.fill};
+    P1Acc special, again;
+    ASSERT_TRUE(cuda_spec::metrics_pattern1<T>(space, mf, shift, special)) << what;
+    ASSERT_TRUE(cuda_spec::metrics_pattern1<T>(space, mf, shift, again)) << what;
+    expect_same(portable, special, what);
+    EXPECT_EQ(std::memcmp(&special, &again, sizeof(P1Acc)), 0) << what << ": repeated run differs";
+
+    cuda_spec::set_enabled(false);
+    P1Acc off;
+    EXPECT_FALSE(cuda_spec::metrics_pattern1<T>(space, mf, shift, off)) << what << ": ran while disabled";
+    cuda_spec::set_enabled(true);
+  }
+}
+
+TEST(CudaMetrics, Pattern1SameAsPortableF32) { run_cases<float>(); }
+TEST(CudaMetrics, Pattern1SameAsPortableF64) { run_cases<double>(); }
+
+// Through the public engine: assess() takes the specialization and reports
+// what the portable path reports.
+TEST(CudaMetrics, AssessDispatchSameAsPortable) {
+  SpecGuard guard;
+  const Case c{(1 << 18) + 3, 1, 1, true, 12.0};
+  const Data<float> d = make<float>(c, 99);
+  Kokkos::View<const float*, Mem> a = Kokkos::subview(d.a, std::make_pair(std::uint64_t(1), c.n + 1));
+  Kokkos::View<const float*, Mem> b = Kokkos::subview(d.b, std::make_pair(std::uint64_t(1), c.n + 1));
+  Shape3 s;
+  s.n[0] = 64;
+  s.n[1] = 64;
+  s.n[2] = 64;
+  s.rank = 3;
+  // 64^3 elements of the (n + 1)-long arrays.
+  a = Kokkos::subview(a, std::make_pair(std::uint64_t(0), s.count()));
+  b = Kokkos::subview(b, std::make_pair(std::uint64_t(0), s.count()));
+  Kokkos::View<const std::uint8_t*, Mem> m = Kokkos::subview(d.m, std::make_pair(std::uint64_t(0), s.count()));
+  QualityConfig cfg;
+  cfg.fill_threshold = c.fill;
+  cfg.stencil = cfg.ssim = false;
+  Kokkos::Cuda space;
+  cuda_spec::set_enabled(false);
+  const QualityResult p = metrics::assess<Kokkos::Cuda, float>(space, a, b, s, cfg, m);
+  cuda_spec::set_enabled(true);
+  const QualityResult q = metrics::assess<Kokkos::Cuda, float>(space, a, b, s, cfg, m);
+  EXPECT_EQ(p.compared, q.compared);
+  EXPECT_EQ(p.excluded, q.excluded);
+  EXPECT_EQ(p.dec_nonfinite, q.dec_nonfinite);
+  EXPECT_EQ(p.pwr_compared, q.pwr_compared);
+  EXPECT_EQ(p.max_abs_err_index, q.max_abs_err_index);
+  EXPECT_EQ(p.max_abs_err, q.max_abs_err);
+  EXPECT_EQ(p.min_err, q.min_err);
+  EXPECT_EQ(p.max_err, q.max_err);
+  EXPECT_EQ(p.orig_min, q.orig_min);
+  EXPECT_EQ(p.dec_max, q.dec_max);
+  EXPECT_EQ(p.max_pwr_err, q.max_pwr_err);
+  EXPECT_NEAR(p.mse, q.mse, 1e-12 * p.mse);
+  EXPECT_NEAR(p.psnr, q.psnr, 1e-9);
+  EXPECT_NEAR(p.pearson, q.pearson, 1e-12);
+  EXPECT_NEAR(p.avg_abs_err, q.avg_abs_err, 1e-12 * p.avg_abs_err);
+  EXPECT_EQ(p.err_pdf.size(), q.err_pdf.size());
+  for (std::size_t k = 0; k < p.err_pdf.size() && k < q.err_pdf.size(); ++k) {
+    EXPECT_EQ(p.err_pdf[k], q.err_pdf[k]) << "bin " << k;  // same edges from identical min/max
+    EXPECT_EQ(p.pwr_pdf[k], q.pwr_pdf[k]) << "bin " << k;
+  }
+}
+
+#else
+
+TEST(CudaMetrics, Pattern1SameAsPortableF32) { GTEST_SKIP() << "no CUDA in this build"; }
+
+#endif
+
+}  // namespace
+}  // namespace ksz::test
