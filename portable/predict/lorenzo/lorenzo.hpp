@@ -74,11 +74,12 @@ std::uint64_t prequantize(const ExecSpace& space,
 }
 
 // The residual at i (also used to recover outlier values).
+// The residual at i given which neighbours lie inside its chunk (hx: x - 1,
+// hy: y - 1, hz: z - 1) and the y/z strides: the one formula every caller uses.
 template <class QView>
-KOKKOS_INLINE_FUNCTION std::int32_t residual(const Geometry& g, const QView& q, std::uint64_t i) {
-  const std::uint64_t x = i % g.n0, yz = i / g.n0, y = yz % g.n1, z = yz / g.n1;
-  const bool hx = x % g.c0 != 0, hy = y % g.c1 != 0, hz = z % g.c2 != 0;
-  const std::uint64_t sx = 1, sy = g.n0, sz = g.n0 * g.n1;
+KOKKOS_INLINE_FUNCTION std::int32_t residual_at(const QView& q, std::uint64_t i, bool hx, bool hy, bool hz,
+                                                std::uint64_t sy, std::uint64_t sz) {
+  const std::uint64_t sx = 1;
   auto at = [&](bool ok, std::uint64_t off) -> std::uint32_t {
     return ok ? static_cast<std::uint32_t>(q(i - off)) : 0u;
   };
@@ -88,6 +89,15 @@ KOKKOS_INLINE_FUNCTION std::int32_t residual(const Geometry& g, const QView& q, 
   d -= at(hx && hy && hz, sx + sy + sz);
   return static_cast<std::int32_t>(d);
 }
+
+template <class QView>
+KOKKOS_INLINE_FUNCTION std::int32_t residual(const Geometry& g, const QView& q, std::uint64_t i) {
+  const std::uint64_t x = i % g.n0, yz = i / g.n0, y = yz % g.n1, z = yz / g.n1;
+  return residual_at(q, i, x % g.c0 != 0, y % g.c1 != 0, z % g.c2 != 0, g.n0, g.n0 * g.n1);
+}
+
+// Elements of an x-row one host work item takes (1D fields are one long row).
+constexpr std::uint64_t kRowSegment = 4096;
 
 // q computed on the fly from the input: lets residual() recover a sparse set
 // of residuals (outliers) without a stored q array.
@@ -111,6 +121,29 @@ void predict_quantize(const ExecSpace& space, const Geometry& g,
                       Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes) {
   const Geometry geo = g;
   const std::uint64_t n = g.count();
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  if constexpr (host) {
+    // CPUs: walk x-row segments, chunk position along x kept incrementally
+    // (residual()'s seven 64-bit divisions per element dominated here).
+    const std::uint64_t segs = (g.n0 + kRowSegment - 1) / kRowSegment;
+    const std::int64_t r = radius;
+    Kokkos::parallel_for(
+        "ksz::lorenzo::predict_quantize_rows", Kokkos::RangePolicy<ExecSpace>(space, 0, g.n1 * g.n2 * segs),
+        KOKKOS_LAMBDA(const std::uint64_t j) {
+          const std::uint64_t row = j / segs, x0 = j % segs * kRowSegment;
+          const std::uint64_t x1 = x0 + kRowSegment < geo.n0 ? x0 + kRowSegment : geo.n0;
+          const std::uint64_t y = row % geo.n1, z = row / geo.n1;
+          const bool hy = y % geo.c1 != 0, hz = z % geo.c2 != 0;
+          const std::uint64_t sy = geo.n0, sz = geo.n0 * geo.n1, base = row * geo.n0;
+          std::uint64_t cx = x0 % geo.c0;
+          for (std::uint64_t x = x0; x < x1; ++x) {
+            const std::int32_t d = residual_at(q, base + x, cx != 0, hy, hz, sy, sz);
+            codes(base + x) = (d > -r && d < r) ? static_cast<std::uint16_t>(d + r) : std::uint16_t(0);
+            if (++cx == geo.c0) cx = 0;
+          }
+        });
+    return;
+  }
   Kokkos::parallel_for(
       "ksz::lorenzo::predict_quantize", Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kPerIter - 1) / kPerIter),
       KOKKOS_LAMBDA(const std::uint64_t j) {

@@ -80,15 +80,29 @@ struct ReconstructDequantize {
     const std::uint32_t m = box.count();
     ScratchU v(team.team_scratch(0), cg.chunk_elems());
     std::uint64_t tz = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, m),
-        [&](const std::uint32_t l, std::uint64_t& acc) {
-          const std::uint64_t i = box.global(geo, l);
-          const std::uint16_t c = codes(i);
-          if (c == 0) ++acc;
-          v(l) = c == 0 ? static_cast<std::uint32_t>(dense(i)) : static_cast<std::uint32_t>(c) - radius;
-        },
-        tz);
+    constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+    if constexpr (host) {  // one thread a team: walk the chunk's rows, no index division per element
+      std::uint32_t l = 0;
+      for (std::uint32_t lz = 0; lz < box.e2; ++lz)
+        for (std::uint32_t ly = 0; ly < box.e1; ++ly) {
+          const std::uint64_t row = box.x0 + geo.n0 * ((box.y0 + ly) + geo.n1 * (box.z0 + lz));
+          for (std::uint32_t lx = 0; lx < box.e0; ++lx, ++l) {
+            const std::uint16_t c = codes(row + lx);
+            tz += c == 0 ? 1 : 0;
+            v(l) = c == 0 ? static_cast<std::uint32_t>(dense(row + lx)) : static_cast<std::uint32_t>(c) - radius;
+          }
+        }
+    } else {
+      Kokkos::parallel_reduce(
+          Kokkos::TeamThreadRange(team, m),
+          [&](const std::uint32_t l, std::uint64_t& acc) {
+            const std::uint64_t i = box.global(geo, l);
+            const std::uint16_t c = codes(i);
+            if (c == 0) ++acc;
+            v(l) = c == 0 ? static_cast<std::uint32_t>(dense(i)) : static_cast<std::uint32_t>(c) - radius;
+          },
+          tz);
+    }
     team.team_barrier();
     // Prefix sums along x, y, z inside the chunk: each thread one line.
     const std::uint32_t e0 = box.e0, e1 = box.e1, e2 = box.e2;
@@ -108,9 +122,19 @@ struct ReconstructDequantize {
       for (std::uint32_t zz = 0; zz < e2; ++zz) v(line + zz * e0 * e1) = acc += v(line + zz * e0 * e1);
     });
     team.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::uint32_t l) {
-      out(box.global(geo, l)) = quantize::reconstruct<T>(static_cast<std::int32_t>(v(l)), step);
-    });
+    if constexpr (host) {
+      std::uint32_t l = 0;
+      for (std::uint32_t lz = 0; lz < box.e2; ++lz)
+        for (std::uint32_t ly = 0; ly < box.e1; ++ly) {
+          const std::uint64_t row = box.x0 + geo.n0 * ((box.y0 + ly) + geo.n1 * (box.z0 + lz));
+          for (std::uint32_t lx = 0; lx < box.e0; ++lx, ++l)
+            out(row + lx) = quantize::reconstruct<T>(static_cast<std::int32_t>(v(l)), step);
+        }
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::uint32_t l) {
+        out(box.global(geo, l)) = quantize::reconstruct<T>(static_cast<std::int32_t>(v(l)), step);
+      });
+    }
     Kokkos::single(Kokkos::PerTeam(team), [&]() { z += tz; });
   }
 };
