@@ -56,6 +56,8 @@ Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSp
     if (cuda_spec::finite_minmax<T>(space, in.data(), in.extent(0), mn, mx)) {
       Range out{mn, mx, mn <= mx};
       if (!out.any_finite) out.min = out.max = 0;
+      if (out.min == 0) out.min = 0;  // canonical +0, as below
+      if (out.max == 0) out.max = 0;
       return out;
     }
   }
@@ -64,6 +66,10 @@ Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSp
                           FiniteMinMax<typename ExecSpace::memory_space, T>{in}, MM(r));
   Range out{r.min_val, r.max_val, r.min_val <= r.max_val};
   if (!out.any_finite) out.min = out.max = 0;
+  // -0 and +0 compare equal: which one a reduction keeps depends on its
+  // schedule, and the header stores both ends. Canonical +0.
+  if (out.min == 0) out.min = 0;
+  if (out.max == 0) out.max = 0;
   return out;
 }
 

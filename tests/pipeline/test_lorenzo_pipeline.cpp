@@ -2,6 +2,8 @@
 // pattern, shape, type and mode; identical bytes across backends.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "src/api/ksz.hpp"
 #include "tests/common/backends.hpp"
 #include "tests/common/fields.hpp"
@@ -124,6 +126,26 @@ TYPED_TEST(LorenzoPipeline, SameBytesAsSerial) {
       const Field fb = decompress(ref.data(), ref.size(), b);
       EXPECT_TRUE(fa.bytes == fb.bytes);
     }
+}
+
+TYPED_TEST(LorenzoPipeline, SignedZeroEndsAreCanonical) {
+  // The range's ends go into the header: with -0 and +0 both at the minimum
+  // (or maximum) a reduction could keep either, depending on its schedule.
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({4099});
+  for (float sign : {1.0f, -1.0f}) {
+    std::vector<float> in(d.count());
+    for (std::size_t i = 0; i < in.size(); ++i)
+      in[i] = i % 3 == 0 ? (i % 2 ? 0.0f : -0.0f) : sign * (1.0f + float(i % 17));
+    Options opt;
+    opt.bound = 1e-3;
+    opt.backend = b;
+    Report rep;
+    const auto mine = compress(in.data(), DType::F32, d, opt, &rep);
+    EXPECT_FALSE(std::signbit(sign > 0 ? rep.value_min : rep.value_max)) << "range end kept a -0";
+    opt.backend = Backend::Serial;
+    EXPECT_TRUE(mine == compress(in.data(), DType::F32, d, opt)) << to_string(b) << " bytes differ from serial";
+  }
 }
 
 TYPED_TEST(LorenzoPipeline, SmoothFieldsCompress) {
