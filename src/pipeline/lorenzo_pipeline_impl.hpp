@@ -121,14 +121,19 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     out_idx = outliers::compact_indices(
         space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::outlier_index",
         n_outliers);
-  if (n_verbatim && !have_lists)
+  if (n_verbatim && !have_lists) {
+    // Pre-quantization leaves q = 0 where it fails: elsewhere no need to redo it.
+    const Kokkos::View<const std::int32_t*, Mem> qz = q;
+    const bool have_q = q.extent(0) == n;
     verb_idx = outliers::compact_indices(
         space, n,
         KOKKOS_LAMBDA(const std::uint64_t i) {
+          if (have_q && qz(i) != 0) return false;
           std::int32_t v;
           return !quantize::prequantize<T>(in(i), qp, v);
         },
         "ksz::verbatim_index", n_verbatim);
+  }
   const lorenzo::Geometry geo = g;
   const Kokkos::View<const std::int32_t*, Mem> qc = q;
   Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
