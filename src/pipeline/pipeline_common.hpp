@@ -62,8 +62,37 @@ Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSp
     }
   }
 #endif
-  Kokkos::parallel_reduce("ksz::value_range", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
-                          FiniteMinMax<typename ExecSpace::memory_space, T>{in}, MM(r));
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  if constexpr (host) {
+    // CPUs: min/max in T over long segments, branch-free so the loop
+    // vectorizes; exact, so any split gives the same ends (up to the sign of
+    // zero, made canonical below).
+    r.min_val = std::numeric_limits<double>::infinity();
+    r.max_val = -std::numeric_limits<double>::infinity();
+    const std::uint64_t n = in.extent(0), seg = 1 << 16, parts = (n + seg - 1) / seg;
+    std::vector<double> pmin(parts), pmax(parts);
+    const T* x = in.data();
+    Kokkos::parallel_for(
+        "ksz::value_range_segments", Kokkos::RangePolicy<ExecSpace>(space, 0, parts), [&](const std::uint64_t p) {
+          const std::uint64_t b = p * seg, e = b + seg < n ? b + seg : n;
+          T mn = std::numeric_limits<T>::infinity(), mx = -std::numeric_limits<T>::infinity();
+          for (std::uint64_t i = b; i < e; ++i) {
+            const T v = x[i];
+            const bool f = v - v == T(0);  // finite: NaN and Inf give NaN
+            mn = (f && v < mn) ? v : mn;
+            mx = (f && v > mx) ? v : mx;
+          }
+          pmin[p] = mn, pmax[p] = mx;
+        });
+    space.fence();
+    for (std::uint64_t p = 0; p < parts; ++p) {
+      r.min_val = pmin[p] < r.min_val ? pmin[p] : r.min_val;
+      r.max_val = pmax[p] > r.max_val ? pmax[p] : r.max_val;
+    }
+  } else {
+    Kokkos::parallel_reduce("ksz::value_range", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
+                            FiniteMinMax<typename ExecSpace::memory_space, T>{in}, MM(r));
+  }
   Range out{r.min_val, r.max_val, r.min_val <= r.max_val};
   if (!out.any_finite) out.min = out.max = 0;
   // -0 and +0 compare equal: which one a reduction keeps depends on its
