@@ -161,7 +161,7 @@ void validate(DType dtype, const Dims& dims, const Options& opt) {
   KSZ_EXPECTS(opt.lossless == LosslessId::None || opt.lossless == LosslessId::ZeroBytes ||
                   opt.lossless == LosslessId::ZeroWords,
               "unknown lossless pass id ", int(opt.lossless), " (none, zbe, zwe)");
-  KSZ_EXPECTS(opt.radius >= 1 && opt.radius <= 32768, "radius must be in [1, 32768], got ", opt.radius);
+  KSZ_EXPECTS(opt.radius <= 32768, "radius must be 0 (automatic) or in [1, 32768], got ", opt.radius);
   KSZ_EXPECTS(opt.huffman_chunk >= 1 && opt.huffman_chunk <= (1u << 24),
               "Huffman chunk must be in [1, 2^24], got ", opt.huffman_chunk);
 }

@@ -16,7 +16,9 @@ struct Options {
   ErrorMode mode = ErrorMode::REL;           // how `bound` is read
   double bound = 1e-4;                       // > 0; relative to the value range for REL
   PredictorId predictor = PredictorId::Lorenzo;
-  std::uint32_t radius = 512;                // quantization radius: 2*radius Huffman symbols
+  // Quantization radius: 2*radius Huffman symbols. 0 = automatic: 512
+  // (kDefaultRadius) for Lorenzo, chosen from the residuals for interp.
+  std::uint32_t radius = 0;
   std::uint32_t huffman_chunk = 4096;        // symbols per independently decodable chunk
   Backend backend = Backend::Default;        // where the pipeline runs
   // Pass on the Huffman bitstream (--lossless): zbe by default, none or zwe.
@@ -27,6 +29,10 @@ struct Options {
   std::uint32_t check_width = 384;           // ParaSZ progress-control batch (--check-width)
   std::uint32_t threads = 0;                 // classic pipeline workers; 0 = OMP_NUM_THREADS, else all cores
 };
+
+constexpr std::uint32_t kDefaultRadius = 512;
+// The radius of a pipeline that does not choose one itself.
+inline std::uint32_t fixed_radius(const Options& o) { return o.radius ? o.radius : kDefaultRadius; }
 
 struct StageTime {
   std::string name;
@@ -44,6 +50,7 @@ struct Report {
   std::uint64_t output_bytes = 0;  // compressed
   std::uint64_t outliers = 0;      // residuals beyond the radius
   std::uint64_t verbatim = 0;      // elements stored exactly (NaN, Inf, huge, rounding)
+  std::uint32_t radius = 0;        // compress: quantization radius used (0: no Huffman stage)
   std::uint64_t huffman_bytes = 0;   // compress: Huffman bitstream before the lossless pass (0: no Huffman)
   std::uint64_t lossless_bytes = 0;  // compress: the same segment as stored
   LosslessId lossless = LosslessId::None;  // compress: the pass stored (none when it did not shrink the bitstream)

@@ -111,6 +111,7 @@ bool print_summary(const Report& c, const cli::Quality& q, std::uint64_t n) {
   std::printf("ratio %.3f  bit rate %.4f bits/value  outliers %llu  verbatim %llu\n", ratio,
               8.0 * double(c.output_bytes) / double(n), (unsigned long long)c.outliers,
               (unsigned long long)c.verbatim);
+  if (c.radius > 0) std::printf("quantization radius %u (%u Huffman symbols)\n", c.radius, 2 * c.radius);
   if (c.huffman_bytes > 0) {
     const double without = double(c.input_bytes) / double(c.output_bytes - c.lossless_bytes + c.huffman_bytes);
     if (c.lossless != LosslessId::None)
@@ -174,7 +175,7 @@ int run(int argc, char** argv) {
   std::string in, out, dtype = "f32", mode = "rel", predictor = "lorenzo", kind = "turbulent";
   std::vector<std::uint64_t> dims;
   double bound = 1e-4;
-  std::uint32_t radius = 512, seed = 1;
+  std::uint32_t radius = 0, seed = 1;
   bool report = false;
 
   auto* c = app.add_subcommand("compress", "compress a raw little-endian array");
@@ -185,7 +186,10 @@ int run(int argc, char** argv) {
   c->add_option("-m,--mode", mode, "error-bound mode: abs, rel (value-range relative) or pwrel (point-wise relative)")->capture_default_str();
   c->add_option("-e,--error", bound, "error bound")->capture_default_str();
   c->add_option("--predictor", predictor, "lorenzo, interp")->capture_default_str();
-  c->add_option("--radius", radius, "quantization radius (2*radius Huffman symbols)")->capture_default_str();
+  c->add_option("--radius", radius,
+                "quantization radius (2*radius Huffman symbols); 0 = automatic: 512 for lorenzo, chosen from the "
+                "residuals for interp")
+      ->capture_default_str();
   std::string report_kind;  // "" or "quality" (every cuZ-Checker metric, src/api/quality.hpp)
   auto* report_opt = c->add_option("--report", report_kind,
                                    "print ratio, quality and per-stage throughput (decompresses in memory); "

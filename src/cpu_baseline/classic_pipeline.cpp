@@ -229,7 +229,7 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
   const Range range = value_range<HostExec, T>(host, in);
   double abs_bound = opt.bound;
   if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
-  const Quant qp = quant_of(abs_bound, opt.radius);
+  const Quant qp = quant_of(abs_bound, fixed_radius(opt));
   timer.mark("value range");
 
   // Working array of reconstructed values (non-finite unpredictables as 0, so
@@ -268,9 +268,9 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
   });
   timer.mark("predict+quantize");
 
-  const std::uint32_t nsym = 2 * opt.radius;
+  const std::uint32_t nsym = 2 * fixed_radius(opt);
   Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist("ksz::classic::hist", nsym);
-  histogram::histogram<HostExec>(host, codes, hist, opt.radius);
+  histogram::histogram<HostExec>(host, codes, hist, fixed_radius(opt));
   timer.mark("histogram");
   const huffman::Codebook book = huffman::build_codebook(hist.data(), nsym);
   const huffman::DeviceCodebook<HostExec> dbook(book);
@@ -312,7 +312,7 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
   h.value_min = range.min;
   h.value_max = range.max;
   h.set_f64(Param::QuantStep, qp.step);
-  h.set_u32(Param::Radius, opt.radius);
+  h.set_u32(Param::Radius, fixed_radius(opt));
   h.set_u32(Param::HuffmanChunk, opt.huffman_chunk);
   h.set_u64(Param::VerbatimCount, n_unpred);
   auto stream = container::write(h, {{SegmentId::HuffmanLengths, lengths.data(), lengths.size()},
@@ -326,6 +326,7 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
     report->output_bytes = stream.size();
     report->outliers = 0;
     report->verbatim = n_unpred;
+    report->radius = fixed_radius(opt);
     report->abs_bound = abs_bound;
     report->value_min = range.min;
     report->value_max = range.max;

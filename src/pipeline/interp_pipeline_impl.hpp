@@ -54,16 +54,25 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
   Kokkos::View<T*, Mem> rec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::reconstructed"), n);
   Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
-  const std::uint32_t radius = opt.radius;
+  // Radius 0 (automatic): code with the largest candidate, then choose from
+  // the residuals and recode (spline::choose_radius).
+  const bool auto_radius = opt.radius == 0;
+  const std::uint32_t coded_radius = auto_radius ? spline::kAutoRadiusMax : opt.radius;
   spline::traverse(
       sh, cfg, steps, qp.bound,
       [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-        spline::compress_anchors<ExecSpace, T>(space, a, aqp, radius, in, rec, codes, qv);
+        spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, in, rec, codes, qv);
       },
       [&](const spline::Pass& p) {
-        spline::compress_pass<ExecSpace, T>(space, p, qp.bound, radius, in, rec, codes, qv);
+        spline::compress_pass<ExecSpace, T>(space, p, qp.bound, coded_radius, in, rec, codes, qv);
       });
   timer.mark("predict+quantize");
+  std::uint32_t radius = coded_radius;
+  if (auto_radius) {
+    radius = spline::choose_radius(spline::residual_spread<ExecSpace>(space, qv), index_width(n));
+    if (radius != coded_radius) spline::recode<ExecSpace>(space, qv, radius, codes);
+    timer.mark("radius choice");
+  }
 
   const auto huff =
       huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, opt.lossless, timer, report);
@@ -124,6 +133,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     report->output_bytes = stream.size();
     report->outliers = out_idx.extent(0);
     report->verbatim = verb_idx.extent(0);
+    report->radius = radius;
     report->abs_bound = abs_bound;
     report->value_min = range.min;
     report->value_max = range.max;

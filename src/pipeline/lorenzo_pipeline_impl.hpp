@@ -66,7 +66,8 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   lorenzo::default_chunk(shape.rank, chunk);
   const lorenzo::Geometry g = geometry(dims, chunk);
 
-  const std::uint32_t nsym = 2 * opt.radius;
+  const std::uint32_t radius = fixed_radius(opt);
+  const std::uint32_t nsym = 2 * radius;
   typename Workspace<Mem>::Lease ws;
   const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
   Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
@@ -79,7 +80,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     const cuda_spec::LorenzoShape cs{g.n0, g.n1, g.n2, g.c0, g.c1, g.c2};
     cuda_spec::FusedLists lists;
-    fused = cuda_spec::lorenzo_fused_compress3d<T>(space, in.data(), cs, qp, opt.radius, codes.data(), hist.data(),
+    fused = cuda_spec::lorenzo_fused_compress3d<T>(space, in.data(), cs, qp, radius, codes.data(), hist.data(),
                                                    lists, ws);
     if (fused) {
       n_verbatim = lists.n_verbatim;
@@ -89,7 +90,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
         have_lists = true;
       }
     } else {
-      fused = cuda_spec::lorenzo_fused_compress<T>(space, in.data(), cs, qp, opt.radius, codes.data(), hist.data(),
+      fused = cuda_spec::lorenzo_fused_compress<T>(space, in.data(), cs, qp, radius, codes.data(), hist.data(),
                                                    n_verbatim);
     }
   }
@@ -100,9 +101,9 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     q = Kokkos::View<std::int32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::q"), n);
     n_verbatim = lorenzo::prequantize<ExecSpace, T>(space, in, qp, q);
     timer.mark("prequantize");
-    lorenzo::predict_quantize<ExecSpace>(space, g, q, opt.radius, codes);
+    lorenzo::predict_quantize<ExecSpace>(space, g, q, radius, codes);
     timer.mark("predict+quantize");
-    histogram::histogram<ExecSpace>(space, codes, hist, opt.radius);
+    histogram::histogram<ExecSpace>(space, codes, hist, radius);
   }
   auto hist_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
   timer.mark("histogram");
@@ -177,7 +178,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   h.value_min = range.min;
   h.value_max = range.max;
   h.set_f64(Param::QuantStep, qp.step);
-  h.set_u32(Param::Radius, opt.radius);
+  h.set_u32(Param::Radius, radius);
   h.set_u32s(Param::LorenzoChunk, {chunk[0], chunk[1], chunk[2]});
   h.set_u32(Param::HuffmanChunk, opt.huffman_chunk);
   h.set_u64(Param::OutlierCount, out_idx.extent(0));
@@ -196,6 +197,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     report->output_bytes = stream.size();
     report->outliers = out_idx.extent(0);
     report->verbatim = verb_idx.extent(0);
+    report->radius = radius;
     report->abs_bound = abs_bound;
     report->value_min = range.min;
     report->value_max = range.max;

@@ -61,7 +61,7 @@ std::vector<std::uint8_t> PwRelPipeline<ExecSpace>::compress(const ExecSpace& sp
   // codebook (2r bytes) stays below n/32 bytes, and at 4096 on the GPU path,
   // whose histogram keeps a per-team copy of the alphabet in scratch.
   const std::uint64_t want = std::min<std::uint64_t>(n / 64, classic ? 32768 : 4096);
-  io.radius = std::max<std::uint32_t>(opt.radius, static_cast<std::uint32_t>(want));
+  io.radius = std::max<std::uint32_t>(fixed_radius(opt), static_cast<std::uint32_t>(want));
   Report ir, dr;
   std::vector<std::uint8_t> inner;
   Kokkos::View<double*, Mem> yr;
@@ -128,6 +128,7 @@ std::vector<std::uint8_t> PwRelPipeline<ExecSpace>::compress(const ExecSpace& sp
     report->input_bytes = n * sizeof(T);
     report->output_bytes = stream.size();
     report->outliers = ir.outliers;
+    report->radius = ir.radius;
     report->verbatim = verb_idx.extent(0) + ir.verbatim;
     report->huffman_bytes = ir.huffman_bytes;  // the inner stream's
     report->lossless_bytes = ir.lossless_bytes;

@@ -5,6 +5,7 @@
 // hostile streams rejected.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -225,6 +226,84 @@ TYPED_TEST(InterpPipeline, BeatsLorenzoOnSmoothFields) {
     opt.predictor = PredictorId::Lorenzo;
     const auto sl = compress(in.data(), DType::F32, d, opt);
     EXPECT_LT(si.size(), sl.size()) << "REL " << e;
+  }
+}
+
+// Radius choice (--radius 0). The cost model on hand-made spreads: all
+// residuals tiny -> the smallest alphabet; a heavy tail -> an alphabet that
+// holds it; a few huge residuals -> outliers, not a 8192-symbol codebook.
+TEST(InterpRadius, ChoiceFollowsTheResiduals) {
+  spline::Spread s{};
+  EXPECT_EQ(spline::choose_radius(s, 4), 16u);  // nothing coded
+  s.core = 1000000;
+  EXPECT_EQ(spline::choose_radius(s, 4), 16u);
+  s.bucket[10 - spline::kSpreadMinLog] = 50000;  // 1024 <= |q| < 2048: 5% of the field
+  EXPECT_EQ(spline::choose_radius(s, 4), 2048u);
+  s.bucket[10 - spline::kSpreadMinLog] = 0;
+  s.bucket[spline::kSpreadMaxLog - spline::kSpreadMinLog] = 50;  // >= 4096: always outliers
+  s.bucket[5 - spline::kSpreadMinLog] = 3;                       // three residuals in [32, 64)
+  EXPECT_EQ(spline::choose_radius(s, 4), 16u);
+  s.bucket[5 - spline::kSpreadMinLog] = 30000;
+  EXPECT_EQ(spline::choose_radius(s, 4), 64u);
+}
+
+// Free function: CUDA device lambdas cannot live in gtest's private TestBody.
+template <class Space>
+spline::Spread spread_of(const std::vector<std::int32_t>& q) {
+  Kokkos::View<std::int32_t*, typename Space::memory_space> d("qv", q.size());
+  Kokkos::deep_copy(d, Kokkos::View<const std::int32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                           q.data(), q.size()));
+  return spline::residual_spread<Space>(Space(), d);
+}
+
+TYPED_TEST(InterpPipeline, ResidualSpreadCountsEveryBucket) {
+  std::vector<std::int32_t> q;
+  std::uint64_t want[spline::kSpreadMaxLog - spline::kSpreadMinLog + 1] = {};
+  std::uint64_t core = 0;
+  for (std::int32_t i = 0; i < 200000; ++i) {
+    const std::int32_t m = i % 5 == 0 ? (1 << 29) + i : (i * 7919) % 9000;  // up to 2^29 + 2e5 < 2^30
+    const std::int32_t v = i % 2 ? -m : m;
+    q.push_back(i % 97 == 0 ? spline::kVerbatim : v);
+    if (i % 97 == 0) continue;
+    const std::uint32_t a = static_cast<std::uint32_t>(m);
+    if (a < 16) {
+      ++core;
+      continue;
+    }
+    int k = 0;
+    while ((a >> (k + 1)) != 0) ++k;
+    ++want[std::min(k, spline::kSpreadMaxLog) - spline::kSpreadMinLog];
+  }
+  const spline::Spread s = spread_of<TypeParam>(q);
+  EXPECT_EQ(s.core, core);
+  for (int b = 0; b <= spline::kSpreadMaxLog - spline::kSpreadMinLog; ++b) EXPECT_EQ(s.bucket[b], want[b]) << b;
+}
+
+// End to end: the automatic radius is recorded, reported, keeps the bound,
+// and beats the fixed 512 where 512 fits badly: a loose bound on a smooth
+// field (codebook-dominated) and a tight bound on a noisy one (outliers).
+TYPED_TEST(InterpPipeline, AutomaticRadiusBeatsTheFixedOneWhereItFitsBadly) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({64, 48, 40});
+  struct Case {
+    Pattern p;
+    double e;
+    bool larger;  // expect a radius above 512 (else below)
+  };
+  for (const Case c : {Case{Pattern::Smooth, 1e-2, false}, Case{Pattern::Noisy, 1e-4, true}}) {
+    const auto in = make_field<float>(c.p, d);
+    Options opt = interp_opts(b, ErrorMode::REL, c.e);
+    Report ra, rf;
+    const auto sa = compress(in.data(), DType::F32, d, opt, &ra);
+    opt.radius = 512;
+    const auto sf = compress(in.data(), DType::F32, d, opt, &rf);
+    const std::uint32_t r = header_of(sa).u32(container::Param::Radius);
+    EXPECT_EQ(ra.radius, r);
+    EXPECT_EQ(rf.radius, 512u);
+    EXPECT_TRUE(c.larger ? r > 512 : r < 512) << name(c.p) << " radius " << r;
+    EXPECT_LT(sa.size(), sf.size()) << name(c.p) << " radius " << r;
+    const Field f = decompress(sa.data(), sa.size(), b);
+    EXPECT_TRUE(within_bound(in.data(), reinterpret_cast<const float*>(f.bytes.data()), in.size(), ra.abs_bound));
   }
 }
 

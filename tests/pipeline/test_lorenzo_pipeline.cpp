@@ -171,9 +171,9 @@ TEST(LorenzoPipelineArgs, RejectsBadArguments) {
   EXPECT_THROW(compress(v.data(), DType::F32, dims_of({0}), opt), InvalidInput);
   EXPECT_THROW(compress(v.data(), DType::F32, dims_of({1u << 21, 1u << 21}), opt), InvalidInput);
   EXPECT_THROW(compress(nullptr, DType::F32, dims_of({10}), opt), InvalidInput);
-  opt.radius = 0;
+  opt.radius = 32769;  // 0 is automatic (512 for Lorenzo); above 32768 has no codebook
   EXPECT_THROW(compress(v.data(), DType::F32, dims_of({10}), opt), InvalidInput);
-  opt.radius = 512;
+  opt.radius = 0;
   opt.mode = ErrorMode::PW_REL;  // implemented: a point-wise bound must be below 1
   opt.bound = 1.5;
   EXPECT_THROW(compress(v.data(), DType::F32, dims_of({10}), opt), InvalidInput);

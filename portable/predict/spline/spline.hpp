@@ -233,6 +233,108 @@ void decompress_pass(const ExecSpace& space, const Pass& pass,
       });
 }
 
+// Radius choice (--radius 0, the interp default). A fixed radius of 512 is a
+// poor fit for both ends: at loose bounds nearly every residual is tiny and
+// the codebook (2R bytes) is a large share of a small stream; at tight bounds
+// the coarse levels' residuals overflow it and every overflow costs an
+// outlier (index + value, 64 bits). Residual magnitudes are counted in
+// power-of-two buckets in one pass, and the radius minimizing
+//   codebook 16R bits + Huffman bits of the rare symbols it admits
+//   + outliers * (index + value + escape bits)
+// is chosen among 16 .. 4096 (8192 symbols: the GPU histogram's scratch copy).
+// A symbol of a bucket holding c of N residuals over w symbols is costed at
+// its ideal length log2(N w / c), clamped to [1, 24] (kMaxCodeLength). The
+// counts are integers and the choice is host arithmetic on them, so every
+// backend picks the same radius.
+constexpr int kSpreadMinLog = 4;   // smallest candidate radius 2^4
+constexpr int kSpreadMaxLog = 12;  // largest 2^12
+constexpr std::uint32_t kAutoRadiusMax = 1u << kSpreadMaxLog;
+
+// bucket[k - kSpreadMinLog]: residuals with 2^k <= |q| < 2^(k+1); the last
+// bucket also takes every larger one. `core`: |q| < 2^kSpreadMinLog.
+struct Spread {
+  std::uint64_t core;
+  std::uint64_t bucket[kSpreadMaxLog - kSpreadMinLog + 1];
+};
+
+template <class Mem>
+struct SpreadCount {
+  using value_type = Spread;
+  Kokkos::View<const std::int32_t*, Mem> qv;
+
+  KOKKOS_INLINE_FUNCTION void init(value_type& v) const {
+    v.core = 0;
+    for (int b = 0; b <= kSpreadMaxLog - kSpreadMinLog; ++b) v.bucket[b] = 0;
+  }
+  template <class D, class S>
+  KOKKOS_INLINE_FUNCTION static void merge(D& d, S& s) {
+    d.core += s.core;
+    for (int b = 0; b <= kSpreadMaxLog - kSpreadMinLog; ++b) d.bucket[b] += s.bucket[b];
+  }
+  KOKKOS_INLINE_FUNCTION void join(volatile value_type& d, const volatile value_type& s) const { merge(d, s); }
+  KOKKOS_INLINE_FUNCTION void join(value_type& d, const value_type& s) const { merge(d, s); }
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t i, value_type& v) const {
+    const std::int32_t q = qv(i);
+    if (q == kVerbatim) return;
+    const std::uint32_t a = q < 0 ? 0u - static_cast<std::uint32_t>(q) : static_cast<std::uint32_t>(q);
+    if (a < (1u << kSpreadMinLog)) {
+      ++v.core;
+      return;
+    }
+    int k = kSpreadMinLog;
+    while (k < kSpreadMaxLog && (a >> (k + 1)) != 0) ++k;
+    ++v.bucket[k - kSpreadMinLog];
+  }
+};
+
+template <class ExecSpace>
+Spread residual_spread(const ExecSpace& space,
+                       Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv) {
+  Spread s;
+  Kokkos::parallel_reduce("ksz::spline::residual_spread", Kokkos::RangePolicy<ExecSpace>(space, 0, qv.extent(0)),
+                          SpreadCount<typename ExecSpace::memory_space>{qv}, s);
+  return s;
+}
+
+// The radius of least estimated size; ties go to the smaller radius.
+inline std::uint32_t choose_radius(const Spread& s, std::size_t index_bytes) {
+  constexpr int nb = kSpreadMaxLog - kSpreadMinLog + 1;
+  double total = double(s.core);
+  for (int b = 0; b < nb; ++b) total += double(s.bucket[b]);
+  if (total == 0) return 1u << kSpreadMinLog;
+  auto ideal = [&](double c, double width) { return std::fmin(24.0, std::fmax(1.0, std::log2(total * width / c))); };
+  std::uint32_t best_r = 1u << kSpreadMinLog;
+  double best = -1;
+  for (int j = kSpreadMinLog; j <= kSpreadMaxLog; ++j) {
+    double bits = 16.0 * double(1u << j), out = 0;
+    for (int k = kSpreadMinLog; k <= kSpreadMaxLog; ++k) {
+      const double c = double(s.bucket[k - kSpreadMinLog]);
+      if (c == 0) continue;
+      if (k < j) bits += c * ideal(c, double(2u << k));  // 2^k magnitudes on each side
+      else out += c;
+    }
+    if (out > 0) bits += out * (8.0 * double(index_bytes + 4) + ideal(out, 1.0));
+    if (best < 0 || bits < best) {
+      best = bits;
+      best_r = 1u << j;
+    }
+  }
+  return best_r;
+}
+
+// Codes of a chosen radius from the residuals (anchors and passes alike):
+// q + radius inside the alphabet, else 0 (outlier or verbatim).
+template <class ExecSpace>
+void recode(const ExecSpace& space, Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
+            std::uint32_t radius, Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes) {
+  const std::int32_t rad = static_cast<std::int32_t>(radius);
+  Kokkos::parallel_for(
+      "ksz::spline::recode", Kokkos::RangePolicy<ExecSpace>(space, 0, qv.extent(0)), KOKKOS_LAMBDA(const std::uint64_t i) {
+        const std::int32_t q = qv(i);
+        codes(i) = (q != kVerbatim && q > -rad && q < rad) ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
+      });
+}
+
 // Anchors (all coordinates multiples of S): pre-quantized with the anchor
 // step and coded as the difference to the previous anchor of their row along
 // x (wrapping 32-bit, as Lorenzo). Rows are independent, so parallel.
