@@ -38,7 +38,7 @@ enum class Param : std::uint16_t {
   InterpAnchorStride = 32,  // u32: anchor grid stride S (power of two, 2..512)
   InterpAlpha = 33,         // f64: level-wise bound reduction alpha (>= 1)
   InterpOrder = 34,         // u32[3]: dimension pass order within a level
-  InterpNatural = 35,       // u32[3]: per dimension, 1 = natural cubic, 0 = not-a-knot
+  InterpNatural = 35,       // u32[3]: spline per dimension: 0 = not-a-knot cubic, 1 = natural cubic, 2 = linear
   SzxBlock = 16,           // u32: SZx block size, 1..4096
   SzxConstantBlocks = 17,  // u64: informative
   SzxVerbatimBlocks = 18,  // u64: informative

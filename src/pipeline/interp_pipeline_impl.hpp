@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "portable/predict/spline/spline.hpp"
 #include "src/pipeline/interp_pipeline.hpp"
@@ -15,6 +16,54 @@ namespace impl {
 inline spline::Shape spline_shape(const Dims& dims) {
   const Shape3 s = effective_shape(dims);
   return spline::make_shape(s.n[0], s.n[1], s.n[2]);
+}
+
+// The spline-kind trial (spline::plan_sample): the tuned cubic configuration
+// against an all-linear one on a sample; cfg keeps the cheaper.
+template <class ExecSpace, class T>
+void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int rank, const double* steps, double bound,
+                        Kokkos::View<const T*, typename ExecSpace::memory_space> in, spline::Config& cfg) {
+  using Mem = typename ExecSpace::memory_space;
+  Kokkos::View<const T*, Mem> sample = in;
+  spline::Shape box = sh;  // predicted independently, `boxes` of them one after the other
+  std::uint64_t boxes = 1;
+  if (sh.count() > spline::kTrialWhole) {
+    const spline::Sample plan = spline::plan_sample(sh, rank);
+    Kokkos::View<T*, Mem> g(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::sample"), plan.shape.count());
+    spline::gather_sample<ExecSpace, T>(space, sh, plan, in, g);
+    sample = g;
+    box = spline::make_shape(plan.box[0], plan.box[1], plan.box[2]);
+    boxes = plan.boxes;
+  }
+  const std::uint64_t ns = box.count() * boxes;
+  Kokkos::View<T*, Mem> rec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_rec"), ns);
+  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_codes"), ns);
+  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_q"), ns);
+  constexpr std::uint32_t radius = spline::kAutoRadiusMax;
+  Kokkos::View<std::uint64_t*, Mem> hist("ksz::spline::trial_hist", 2 * radius);
+  auto cost = [&](const spline::Config& c) {
+    for (std::uint64_t k = 0; k < boxes; ++k) {
+      const auto part = std::make_pair(k * box.count(), (k + 1) * box.count());
+      const Kokkos::View<const T*, Mem> bin = Kokkos::subview(sample, part);
+      const Kokkos::View<T*, Mem> brec = Kokkos::subview(rec, part);
+      const Kokkos::View<std::uint16_t*, Mem> bcodes = Kokkos::subview(codes, part);
+      const Kokkos::View<std::int32_t*, Mem> bqv = Kokkos::subview(qv, part);
+      spline::traverse(
+          box, c, steps, bound,
+          [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
+            spline::compress_anchors<ExecSpace, T>(space, a, aqp, radius, bin, brec, bcodes, bqv);
+          },
+          [&](const spline::Pass& p) {
+            spline::compress_pass<ExecSpace, T>(space, p, bound, radius, bin, brec, bcodes, bqv);
+          });
+    }
+    histogram::histogram<ExecSpace>(space, codes, hist, radius);
+    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
+    return spline::trial_bits(h.data(), h.extent(0));
+  };
+  spline::Config lin = cfg;
+  for (auto& k : lin.kind) k = spline::kLinear;
+  if (cost(lin) < cost(cfg)) cfg = lin;
 }
 
 }  // namespace impl
@@ -45,11 +94,11 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   cfg.alpha = abs_bound > 0 ? spline::alpha_of(eps) : 1.0;
   const spline::Profile prof = spline::profile<ExecSpace, T>(space, sh, abs_bound > 0 ? abs_bound : qp.step, in);
   spline::tune(prof, cfg);
-  timer.mark("auto-tune");
-
   const int L = spline::level_count(cfg.anchor_stride);
   double steps[16];
   spline::level_steps(qp.step, abs_bound > 0 ? cfg.alpha : 1.0, L, steps);
+  choose_spline_kind<ExecSpace, T>(space, sh, s3.rank, steps, qp.bound, in, cfg);
+  timer.mark("auto-tune");
 
   Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
   Kokkos::View<T*, Mem> rec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::reconstructed"), n);
@@ -118,7 +167,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   h.set_u32(Param::InterpAnchorStride, cfg.anchor_stride);
   h.set_f64(Param::InterpAlpha, cfg.alpha);
   h.set_u32s(Param::InterpOrder, {cfg.order[0], cfg.order[1], cfg.order[2]});
-  h.set_u32s(Param::InterpNatural, {cfg.natural[0], cfg.natural[1], cfg.natural[2]});
+  h.set_u32s(Param::InterpNatural, {cfg.kind[0], cfg.kind[1], cfg.kind[2]});
   auto stream = container::write(h, {{SegmentId::HuffmanLengths, huff.lengths.data(), huff.lengths.size()},
                                      {SegmentId::HuffmanChunkOffsets, huff.offsets.data(), huff.offsets.size()},
                                      {SegmentId::HuffmanWords, huff.words.data(), huff.words.size()},
@@ -167,14 +216,14 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   cfg.alpha = h.f64(Param::InterpAlpha);
   KSZ_STREAM_CHECK(std::isfinite(cfg.alpha) && cfg.alpha >= 1 && cfg.alpha <= 4, "alpha out of range");
   const auto order = h.u32s(Param::InterpOrder, 3);
-  const auto natural = h.u32s(Param::InterpNatural, 3);
+  const auto kind = h.u32s(Param::InterpNatural, 3);
   bool seen[3] = {false, false, false};
   for (int d = 0; d < 3; ++d) {
     KSZ_STREAM_CHECK(order[d] < 3 && !seen[order[d]], "dimension order is not a permutation");
     seen[order[d]] = true;
-    KSZ_STREAM_CHECK(natural[d] <= 1, "unknown spline kind ", natural[d]);
+    KSZ_STREAM_CHECK(kind[d] <= spline::kLinear, "unknown spline kind ", kind[d]);
     cfg.order[d] = order[d];
-    cfg.natural[d] = natural[d];
+    cfg.kind[d] = kind[d];
   }
 
   StageTimer<ExecSpace> timer(space, report);

@@ -145,7 +145,8 @@ TYPED_TEST(InterpPipeline, DecompressionReproducesPredictions) {
     spline::Config cfg;
     cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
     cfg.alpha = 1.5;
-    cfg.natural[1] = 1;
+    cfg.kind[1] = spline::kNatural;
+    cfg.kind[2] = spline::kLinear;
     cfg.order[0] = 2, cfg.order[1] = 0, cfg.order[2] = 1;
     double steps[16];
     const double e = 1e-3;
@@ -307,10 +308,89 @@ TYPED_TEST(InterpPipeline, AutomaticRadiusBeatsTheFixedOneWhereItFitsBadly) {
   }
 }
 
+// The spline-kind trial's sample: whole boxes of the field, spread over it,
+// one after the other along the slowest dimension; checked element by element.
+template <class Space>
+std::vector<float> gathered(const spline::Shape& sh, const spline::Sample& sm, const std::vector<float>& host) {
+  Kokkos::View<float*, typename Space::memory_space> in("in", host.size()), out("out", sm.shape.count());
+  Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                            host.data(), host.size()));
+  spline::gather_sample<Space, float>(Space(), sh, sm, in, out);
+  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  return std::vector<float>(h.data(), h.data() + h.extent(0));
+}
+
+TYPED_TEST(InterpPipeline, TrialSampleIsWholeBoxesOfTheField) {
+  struct Want {
+    std::vector<std::uint64_t> dims;
+    int rank;
+    std::uint64_t boxes, stacked[3];
+  };
+  for (const Want& w : {Want{{100, 70, 85}, 3, 4, {40, 40, 160}}, Want{{600, 500}, 2, 2, {256, 512, 1}},
+                        Want{{300000}, 1, 4, {262144, 1, 1}}, Want{{30, 90, 41}, 3, 2, {30, 40, 80}}}) {
+    const Dims d = dims_of(w.dims);
+    const Shape3 s3 = effective_shape(d);
+    const spline::Shape sh = spline::make_shape(s3.n[0], s3.n[1], s3.n[2]);
+    const spline::Sample sm = spline::plan_sample(sh, w.rank);
+    EXPECT_EQ(sm.boxes, w.boxes) << d.str();
+    for (int k = 0; k < 3; ++k) EXPECT_EQ(sm.shape.n[k], w.stacked[k]) << d.str() << " dim " << k;
+    std::vector<float> host(d.count());
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = float(i);  // exact up to 2^24
+    const auto got = gathered<TypeParam>(sh, sm, host);
+    const std::uint64_t G = sm.grid[0] * sm.grid[1] * sm.grid[2];
+    std::uint64_t bad = 0;
+    for (std::uint64_t i = 0; i < got.size(); ++i) {
+      std::uint64_t c[3] = {i % sm.shape.n[0], i / sm.shape.n[0] % sm.shape.n[1], i / (sm.shape.n[0] * sm.shape.n[1])};
+      const std::uint64_t k = c[sm.stack] / sm.box[sm.stack];
+      c[sm.stack] %= sm.box[sm.stack];
+      const std::uint64_t j = k * G / sm.boxes;
+      const std::uint64_t b[3] = {j % sm.grid[0], j / sm.grid[0] % sm.grid[1], j / (sm.grid[0] * sm.grid[1])};
+      std::uint64_t src = 0;
+      for (int e = 0; e < 3; ++e) {
+        ASSERT_LT(b[e] * sm.box[e] + c[e], sh.n[e]);
+        src += (b[e] * sm.box[e] + c[e]) * sh.stride[e];
+      }
+      bad += got[i] != host[src] ? 1 : 0;
+    }
+    EXPECT_EQ(bad, 0u) << d.str();
+  }
+}
+
+// The trial keeps cubic splines on a smooth field and picks linear ones on
+// an edged one (blocks of constants: cubic splines overshoot at every edge),
+// on the whole field and on a sampled one (> kTrialWhole elements), with the
+// same bytes on every backend and the bound on every element.
+TYPED_TEST(InterpPipeline, SplineTrialPicksLinearOnEdgedFields) {
+  const Backend b = backend_of<TypeParam>();
+  for (const auto& s : {std::vector<std::uint64_t>{48, 40, 32}, {90, 80, 70}}) {
+    const Dims d = dims_of(s);
+    for (bool edged : {false, true}) {
+      std::vector<float> in(d.count());
+      for (std::uint64_t i = 0; i < in.size(); ++i) {
+        const std::uint64_t x = i % d.n[0], y = i / d.n[0] % d.n[1], z = i / (d.n[0] * d.n[1]);
+        in[i] = edged ? float(((x / 5) * 7 + (y / 6) * 3 + (z / 7)) % 4)
+                      : float(std::sin(0.05 * double(x)) * std::cos(0.04 * double(y)) + 0.01 * double(z));
+      }
+      Options opt = interp_opts(b, ErrorMode::REL, 1e-3);
+      const auto mine = compress(in.data(), DType::F32, d, opt);
+      const auto kind = header_of(mine).u32s(container::Param::InterpNatural, 3);
+      for (int k = 0; k < 3; ++k)
+        EXPECT_EQ(kind[k] == spline::kLinear, edged) << d.str() << (edged ? " edged" : " smooth") << " dim " << k;
+      opt.backend = Backend::Serial;
+      EXPECT_TRUE(mine == compress(in.data(), DType::F32, d, opt)) << d.str() << ": bytes differ from serial";
+      const Field f = decompress(mine.data(), mine.size(), b);
+      EXPECT_TRUE(within_bound(in.data(), reinterpret_cast<const float*>(f.bytes.data()), in.size(), 1e-3 * 4.0))
+          << d.str();
+    }
+  }
+}
+
 TEST(InterpPipelineHostile, RejectsCorruptStreams) {
   const Dims d = dims_of({20, 12, 9});
-  const auto in = make_field<float>(Pattern::Fill, d);
+  auto in = make_field<float>(Pattern::Fill, d);
+  in[5] = std::numeric_limits<float>::quiet_NaN();  // a verbatim element: its segment's size depends on the dtype
   Options opt = interp_opts(Backend::Serial, ErrorMode::REL, 1e-3);
+  opt.radius = 512;  // fixed, so the radius tampers below change it
   const auto good = compress(in.data(), DType::F32, d, opt);
   for (std::size_t cut : {std::size_t(0), std::size_t(10), good.size() / 2, good.size() - 1})
     EXPECT_THROW(decompress(good.data(), cut, Backend::Serial), CorruptStream) << cut;
@@ -336,7 +416,7 @@ TEST(InterpPipelineHostile, RejectsCorruptStreams) {
       [](container::Header& h) { h.set_f64(Param::InterpAlpha, 0.5); },
       [](container::Header& h) { h.set_u32s(Param::InterpOrder, {0, 0, 1}); },
       [](container::Header& h) { h.set_u32s(Param::InterpOrder, {0, 1, 7}); },
-      [](container::Header& h) { h.set_u32s(Param::InterpNatural, {0, 2, 0}); },
+      [](container::Header& h) { h.set_u32s(Param::InterpNatural, {0, 3, 0}); },
       [](container::Header& h) { h.params.erase(std::uint16_t(Param::InterpOrder)); },
       [](container::Header& h) { h.set_u64(Param::VerbatimCount, h.u64(Param::VerbatimCount) + 1); },
       [](container::Header& h) { h.set_u64(Param::VerbatimCount, ~0ull); },
