@@ -238,6 +238,19 @@ StreamInfo inspect(const std::uint8_t* stream, std::size_t size) {
     i.outliers = h.u64(container::Param::OutlierCount);
   if (h.params.count(std::uint16_t(container::Param::VerbatimCount)))
     i.verbatim = h.u64(container::Param::VerbatimCount);
+  if (h.params.count(std::uint16_t(container::Param::Radius))) i.radius = h.u32(container::Param::Radius);
+  if (h.predictor == PredictorId::Interp && h.params.count(std::uint16_t(container::Param::InterpNatural)) &&
+      h.params.count(std::uint16_t(container::Param::InterpOrder))) {
+    static const char* const kKind[] = {"cubic not-a-knot", "cubic natural", "linear"};
+    static const char* const kAxis[] = {"x", "y", "z"};
+    const auto kind = h.u32s(container::Param::InterpNatural, 3);
+    const auto order = h.u32s(container::Param::InterpOrder, 3);
+    i.detail = "splines";
+    for (int d = 0; d < 3; ++d)
+      i.detail += std::string(d ? ", " : " ") + kAxis[d] + " " + (kind[d] <= 2 ? kKind[kind[d]] : "unknown");
+    i.detail += "; pass order";
+    for (int d = 0; d < 3; ++d) i.detail += std::string(" ") + (order[d] < 3 ? kAxis[order[d]] : "?");
+  }
   return i;
 }
 

@@ -84,6 +84,8 @@ struct StreamInfo {
   double value_min, value_max;
   std::uint64_t outliers, verbatim;
   LosslessId lossless;  // the pass on the Huffman bitstream (PW_REL: the inner stream's)
+  std::uint32_t radius = 0;  // quantization radius (0: no Huffman stage)
+  std::string detail;        // predictor choices, e.g. interp's splines and pass order
 };
 StreamInfo inspect(const std::uint8_t* stream, std::size_t size);
 

@@ -327,6 +327,9 @@ int run(int argc, char** argv) {
     std::printf("value range [%.6g, %.6g]  outliers %llu  verbatim %llu  lossless %s  ratio %.3f\n", i.value_min,
                 i.value_max, (unsigned long long)i.outliers, (unsigned long long)i.verbatim, to_string(i.lossless),
                 double(i.dims.count() * dtype_size(i.dtype)) / double(stream.size()));
+    if (i.radius > 0) std::printf("quantization radius %u", i.radius);
+    if (!i.detail.empty()) std::printf("%s%s", i.radius > 0 ? "  " : "", i.detail.c_str());
+    if (i.radius > 0 || !i.detail.empty()) std::printf("\n");
     return 0;
   }
   if (*demo) {

@@ -376,6 +376,9 @@ TYPED_TEST(InterpPipeline, SplineTrialPicksLinearOnEdgedFields) {
       const auto kind = header_of(mine).u32s(container::Param::InterpNatural, 3);
       for (int k = 0; k < 3; ++k)
         EXPECT_EQ(kind[k] == spline::kLinear, edged) << d.str() << (edged ? " edged" : " smooth") << " dim " << k;
+      const StreamInfo info = inspect(mine.data(), mine.size());
+      EXPECT_EQ(info.radius, header_of(mine).u32(container::Param::Radius));
+      EXPECT_NE(info.detail.find(edged ? "x linear, y linear, z linear" : "x cubic"), std::string::npos) << info.detail;
       opt.backend = Backend::Serial;
       EXPECT_TRUE(mine == compress(in.data(), DType::F32, d, opt)) << d.str() << ": bytes differ from serial";
       const Field f = decompress(mine.data(), mine.size(), b);
