@@ -231,7 +231,7 @@ StreamInfo inspect(const std::uint8_t* stream, std::size_t size) {
   const container::Parsed p = container::read(stream, size);
   const auto& h = p.header;
   StreamInfo i{h.dtype, h.dims,      h.mode, h.predictor, h.user_bound, h.abs_bound,
-               h.value_min, h.value_max, 0, 0, h.lossless};
+               h.value_min, h.value_max, 0, 0, h.lossless, 0, {}};
   if (const container::Segment* inner = p.find(container::SegmentId::PwInnerStream))
     i.lossless = container::read(inner->data, inner->size).header.lossless;
   if (h.params.count(std::uint16_t(container::Param::OutlierCount)))

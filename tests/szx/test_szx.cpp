@@ -3,9 +3,14 @@
 // every backend; hostile streams rejected with CorruptStream.
 #include <gtest/gtest.h>
 
+#include <random>
+#include <cstring>
+#include <cmath>
+#include <limits>
 #include <fstream>
 #include <sstream>
 
+#include "portable/predict/szx/szx.hpp"
 #include "src/api/ksz.hpp"
 #include "src/container/container.hpp"
 #include "tests/common/backends.hpp"
@@ -184,6 +189,66 @@ TYPED_TEST(Szx, TeamLayoutSameBytes) {
       }
   }
 }
+
+// The host fast paths (plan_block_base/_avx2, encode_block_base/_avx2) agree
+// with the portable block functions on every block: kind, median, mid-byte
+// count, leading codes and mid-bytes. Blocks: smooth, noisy, constant, with
+// a NaN, with huge values, tiny and loose bounds, lengths 1..300.
+template <class T>
+void host_paths_agree() {
+  using namespace ksz::szx;
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<PlanFn<T>> plans = {&plan_block_base<T>};
+  std::vector<EncodeFn<T>> encs = {&encode_block_base<T>};
+#ifdef KSZ_SZX_AVX2
+  if (host_has_avx2()) {
+    plans.push_back(&plan_block_avx2<T>);
+    encs.push_back(&encode_block_avx2<T>);
+  }
+#endif
+  std::uint64_t blocks = 0, coded = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const std::uint32_t len = 1 + std::uint32_t(rng() % 300);
+    std::vector<T> x(len);
+    const int kind = trial % 6;
+    const double scale = std::ldexp(1.0, int(rng() % 40) - 20);
+    for (std::uint32_t i = 0; i < len; ++i) {
+      const double v = kind == 0 ? std::sin(0.01 * i) : kind == 1 ? normal(rng) : kind == 2 ? 3.25 : normal(rng) * 1e-3 + 5;
+      x[i] = T(v * scale);
+    }
+    if (kind == 3) x[rng() % len] = std::numeric_limits<T>::quiet_NaN();
+    if (kind == 4) x[rng() % len] = T(1e30);
+    const double e = scale * std::ldexp(1.0, -int(rng() % 30));
+    struct Acc {
+      const T* p;
+      T operator()(std::uint64_t i) const { return p[i]; }
+    } acc{x.data()};
+    const BlockPlan<T> ref = plan_block<T>(acc, 0, len, e);
+    Kokkos::View<std::uint8_t*, Kokkos::HostSpace> lead_ref("lead", (len + 3) / 4), mid_ref("mid", ref.mid_bytes);
+    if (is_coded(ref.kind))
+      encode_block<T>(acc, 0, len, ref.kind, ref.median, lead_ref, 0, mid_ref, 0, ref.mid_bytes);
+    ++blocks;
+    coded += is_coded(ref.kind) ? 1 : 0;
+    for (std::size_t f = 0; f < plans.size(); ++f) {
+      const BlockPlan<T> got = plans[f](x.data(), len, e);
+      ASSERT_EQ(got.kind, ref.kind) << "trial " << trial << " version " << f;
+      ASSERT_EQ(got.mid_bytes, ref.mid_bytes) << "trial " << trial << " version " << f;
+      if (ref.kind == kVerbatim) continue;
+      ASSERT_EQ(std::memcmp(&got.median, &ref.median, sizeof(T)), 0) << "trial " << trial;
+      if (!is_coded(ref.kind)) continue;
+      std::vector<std::uint8_t> lead((len + 3) / 4, 0xAB), mid(ref.mid_bytes + 8, 0xCD);
+      encs[f](x.data(), len, ref.kind, ref.median, lead.data(), mid.data(), mid.data() + ref.mid_bytes);
+      for (std::size_t j = 0; j < lead.size(); ++j) ASSERT_EQ(lead[j], lead_ref(j)) << "trial " << trial << " lead " << j;
+      for (std::size_t j = 0; j < ref.mid_bytes; ++j) ASSERT_EQ(mid[j], mid_ref(j)) << "trial " << trial << " mid " << j;
+      ASSERT_EQ(mid[ref.mid_bytes], 0xCD) << "trial " << trial << ": wrote past the block's mid-bytes";
+    }
+  }
+  EXPECT_GT(coded, blocks / 4);
+}
+
+TEST(SzxHostPaths, AgreeWithPortableBlocksF32) { host_paths_agree<float>(); }
+TEST(SzxHostPaths, AgreeWithPortableBlocksF64) { host_paths_agree<double>(); }
 
 // ---- Hostile streams: rebuilt with valid checksums so the SZx decoder's own
 // checks, not the container's CRC, must catch them.

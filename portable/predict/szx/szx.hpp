@@ -314,6 +314,176 @@ KOKKOS_INLINE_FUNCTION void decode_block(const Bytes& lead, std::uint64_t lead_o
   }
 }
 
+#ifndef __CUDA_ARCH__
+// ---- Host fast paths of plan_block and encode_block: the same decisions and
+// bytes (tests compare them with the team layout and the golden streams),
+// written as loops without early exits or loop-carried state so that they
+// vectorize: min/max as SIMD reductions, each value's predecessor code
+// recomputed instead of carried, the bound check and leading-byte count
+// branch-free. (1 thread, 256^3 f32 REL 1e-3: perf/NOTES.md.)
+#if defined(_OPENMP)
+#define KSZ_SIMD_PRAGMA(x) _Pragma(x)
+#else
+#define KSZ_SIMD_PRAGMA(x)
+#endif
+
+// within() without branches: the same answer for every input.
+inline bool within_nb(double a, double b, double e) {
+  const double s = a - b, m = ::fabs(s);
+  const double bb = s - a;
+  const double err = (a - (s - bb)) + (-b - bb);
+  return (m < e) | ((m == e) & (err == 0));
+}
+
+// leading_bytes(a, b, nbytes) of x = a ^ b from per-block masks: the top 1, 2
+// and 3 bytes of the nbytes-byte code, each counted only if the code has them.
+template <class U>
+struct LeadMasks {
+  U m1, m2, m3;
+  U en2, en3;
+};
+template <class U>
+inline LeadMasks<U> lead_masks(int nbytes) {
+  LeadMasks<U> m;
+  m.m1 = static_cast<U>(U(0xff) << (8 * (nbytes - 1)));
+  m.m2 = nbytes >= 2 ? static_cast<U>(U(0xffff) << (8 * (nbytes - 2))) : U(0);
+  m.m3 = nbytes >= 3 ? static_cast<U>(U(0xffffff) << (8 * (nbytes - 3))) : U(0);
+  m.en2 = nbytes >= 2 ? U(1) : U(0);
+  m.en3 = nbytes >= 3 ? U(1) : U(0);
+  return m;
+}
+template <class U>
+inline U lead_count(U x, const LeadMasks<U>& m) {
+  return U((x & m.m1) == 0) + (U((x & m.m2) == 0) & m.en2) + (U((x & m.m3) == 0) & m.en3);
+}
+
+#if defined(__GNUC__)
+#define KSZ_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define KSZ_ALWAYS_INLINE inline
+#endif
+
+template <class T>
+KSZ_ALWAYS_INLINE BlockPlan<T> plan_block_body(const T* x, std::uint32_t len, double e) {
+  using U = typename Bits<T>::U;
+  BlockPlan<T> p{kVerbatim, T(0), 0};
+  T mn = x[0], mx = x[0];
+  int nonfinite = 0;
+  KSZ_SIMD_PRAGMA("omp simd reduction(min:mn) reduction(max:mx) reduction(|:nonfinite)")
+  for (std::uint32_t i = 0; i < len; ++i) {
+    const T v = x[i];
+    nonfinite |= !(v - v == T(0));
+    mn = v < mn ? v : mn;  // exact, so any order gives the same ends (zero's sign: block_head)
+    mx = v > mx ? v : mx;
+  }
+  if (nonfinite) return p;
+  const BlockHead<T> hd = block_head<T>(mn, mx, e);
+  if (hd.constant) {
+    p.kind = kConstant;
+    p.median = hd.median;
+    return p;
+  }
+  const T med = hd.median;
+  const int nbytes = bytes_of(hd.len_bits), shift = Bits<T>::kTotal - hd.len_bits;
+  const LeadMasks<U> lm = lead_masks<U>(nbytes);
+  const U c0 = code_of<T>(x[0], med, shift);
+  int bad = !within_nb(static_cast<double>(x[0]), static_cast<double>(value_of<T>(c0, med, shift)), e);
+  std::uint64_t lead = lead_count<U>(c0, lm);
+  KSZ_SIMD_PRAGMA("omp simd reduction(|:bad) reduction(+:lead)")
+  for (std::uint32_t i = 1; i < len; ++i) {
+    const T v = x[i];
+    const U c = code_of<T>(v, med, shift), pc = code_of<T>(x[i - 1], med, shift);
+    bad |= !within_nb(static_cast<double>(v), static_cast<double>(value_of<T>(c, med, shift)), e);
+    lead += lead_count<U>(c ^ pc, lm);
+  }
+  if (bad) return p;
+  p.kind = static_cast<std::uint8_t>(hd.len_bits);
+  p.median = med;
+  p.mid_bytes = static_cast<std::uint64_t>(nbytes) * len - lead;
+  return p;
+}
+
+template <class T>
+KSZ_ALWAYS_INLINE void encode_block_body(const T* x, std::uint32_t len, int len_bits, T med, std::uint8_t* lead,
+                                         std::uint8_t* mid, const std::uint8_t* mid_end) {
+  using U = typename Bits<T>::U;
+  const int nbytes = bytes_of(len_bits), shift = Bits<T>::kTotal - len_bits;
+  const LeadMasks<U> lm = lead_masks<U>(nbytes);
+  U c[kMaxBlock];
+  std::uint8_t l[kMaxBlock + 3];
+  KSZ_SIMD_PRAGMA("omp simd")
+  for (std::uint32_t i = 0; i < len; ++i) c[i] = code_of<T>(x[i], med, shift);
+  l[0] = static_cast<std::uint8_t>(lead_count<U>(c[0], lm));
+  KSZ_SIMD_PRAGMA("omp simd")
+  for (std::uint32_t i = 1; i < len; ++i) l[i] = static_cast<std::uint8_t>(lead_count<U>(c[i] ^ c[i - 1], lm));
+  l[len] = l[len + 1] = l[len + 2] = 0;
+  for (std::uint32_t j = 0; 4 * j < len; ++j)
+    lead[j] = static_cast<std::uint8_t>((l[4 * j] << 6) | (l[4 * j + 1] << 4) | (l[4 * j + 2] << 2) | l[4 * j + 3]);
+  for (std::uint32_t i = 0; i < len; ++i) {
+    const int m = nbytes - l[i];
+    if (mid + 8 <= mid_end) {  // the 8-byte store stays inside this block
+      store_be(mid, static_cast<std::uint64_t>(c[i]), m);
+    } else {
+      for (int k = 0; k < m; ++k) mid[k] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(c[i]) >> (8 * (m - 1 - k)));
+    }
+    mid += m;
+  }
+}
+
+// Baseline builds target the oldest x86-64 (SSE2), where these loops gain
+// little; on CPUs with AVX2 (checked once at run time) the same bodies are
+// compiled for it. No FMA is enabled and the build is ISO C++ (no
+// contraction), so both versions compute the same values and write the same
+// bytes.
+template <class T>
+BlockPlan<T> plan_block_base(const T* x, std::uint32_t len, double e) {
+  return plan_block_body<T>(x, len, e);
+}
+template <class T>
+void encode_block_base(const T* x, std::uint32_t len, int len_bits, T med, std::uint8_t* lead, std::uint8_t* mid,
+                       const std::uint8_t* mid_end) {
+  encode_block_body<T>(x, len, len_bits, med, lead, mid, mid_end);
+}
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__CUDACC__) && !defined(__AVX2__)
+#define KSZ_SZX_AVX2 1
+template <class T>
+__attribute__((target("avx2"))) BlockPlan<T> plan_block_avx2(const T* x, std::uint32_t len, double e) {
+  return plan_block_body<T>(x, len, e);
+}
+template <class T>
+__attribute__((target("avx2"))) void encode_block_avx2(const T* x, std::uint32_t len, int len_bits, T med,
+                                                       std::uint8_t* lead, std::uint8_t* mid,
+                                                       const std::uint8_t* mid_end) {
+  encode_block_body<T>(x, len, len_bits, med, lead, mid, mid_end);
+}
+inline bool host_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
+template <class T>
+using PlanFn = BlockPlan<T> (*)(const T*, std::uint32_t, double);
+template <class T>
+using EncodeFn = void (*)(const T*, std::uint32_t, int, T, std::uint8_t*, std::uint8_t*, const std::uint8_t*);
+template <class T>
+PlanFn<T> plan_block_host() {
+#ifdef KSZ_SZX_AVX2
+  if (host_has_avx2()) return &plan_block_avx2<T>;
+#endif
+  return &plan_block_base<T>;
+}
+template <class T>
+EncodeFn<T> encode_block_host() {
+#ifdef KSZ_SZX_AVX2
+  if (host_has_avx2()) return &encode_block_avx2<T>;
+#endif
+  return &encode_block_base<T>;
+}
+#undef KSZ_SIMD_PRAGMA
+#undef KSZ_ALWAYS_INLINE
+#endif
+
 // ---- Parallel patterns over blocks: one thread per block (the CPU layout of
 // section V-A); every block's output position comes from prefix scans, so the
 // bytes do not depend on the schedule.
@@ -346,6 +516,20 @@ void plan(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::mem
           Kokkos::View<T*, typename ExecSpace::memory_space> medians,
           Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> mid_count) {
   const std::uint64_t n = in.extent(0), nb = kinds.extent(0);
+#ifndef __CUDA_ARCH__  // (the host fast paths exist in nvcc's host pass only)
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible) {
+    const T* x = in.data();
+    const PlanFn<T> plan_block_fn = plan_block_host<T>();
+    Kokkos::parallel_for(
+        "ksz::szx::plan_host", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), [=](const std::uint64_t b) {
+          const BlockPlan<T> p = plan_block_fn(x + b * block, block_len(b, n, block), bound);
+          kinds(b) = p.kind;
+          medians(b) = p.median;
+          mid_count(b) = p.mid_bytes;
+        });
+    return;
+  }
+#endif
   Kokkos::parallel_for(
       "ksz::szx::plan", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), KOKKOS_LAMBDA(const std::uint64_t b) {
         const BlockPlan<T> p = plan_block<T>(in, b * block, block_len(b, n, block), bound);
@@ -367,6 +551,26 @@ void encode(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::m
             Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> mid,
             Kokkos::View<T*, typename ExecSpace::memory_space> verb) {
   const std::uint64_t n = in.extent(0), nb = kinds.extent(0);
+#ifndef __CUDA_ARCH__
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible) {
+    const T* x = in.data();
+    std::uint8_t* const lead_p = lead.data();
+    std::uint8_t* const mid_p = mid.data();
+    const EncodeFn<T> encode_block_fn = encode_block_host<T>();
+    Kokkos::parallel_for(
+        "ksz::szx::encode_host", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), [=](const std::uint64_t b) {
+          const std::uint8_t k = kinds(b);
+          const std::uint32_t len = block_len(b, n, block);
+          if (k == kVerbatim) {
+            for (std::uint32_t i = 0; i < len; ++i) verb(verb_off(b) + i) = x[b * block + i];
+          } else if (k != kConstant) {
+            encode_block_fn(x + b * block, len, k, medians(b), lead_p + lead_off(b), mid_p + mid_off(b),
+                            mid_p + mid_off(b + 1));
+          }
+        });
+    return;
+  }
+#endif
   Kokkos::parallel_for(
       "ksz::szx::encode", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), KOKKOS_LAMBDA(const std::uint64_t b) {
         const std::uint8_t k = kinds(b);
