@@ -190,6 +190,7 @@ TYPED_TEST(Szx, TeamLayoutSameBytes) {
   }
 }
 
+#ifndef __CUDA_ARCH__  // host functions: absent from nvcc's device pass
 // The host fast paths (plan_block_base/_avx2, encode_block_base/_avx2) agree
 // with the portable block functions on every block: kind, median, mid-byte
 // count, leading codes and mid-bytes. Blocks: smooth, noisy, constant, with
@@ -249,6 +250,7 @@ void host_paths_agree() {
 
 TEST(SzxHostPaths, AgreeWithPortableBlocksF32) { host_paths_agree<float>(); }
 TEST(SzxHostPaths, AgreeWithPortableBlocksF64) { host_paths_agree<double>(); }
+#endif
 
 // ---- Hostile streams: rebuilt with valid checksums so the SZx decoder's own
 // checks, not the container's CRC, must catch them.
