@@ -39,9 +39,38 @@ std::vector<std::uint8_t> compress_on(const ExecSpace& space, const void* data, 
     in = dev;
   }
   if (report) report->stages.back().seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  if (opt.mode == ErrorMode::PW_REL)
-    return pipeline::PwRelPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
+  if (opt.mode == ErrorMode::PW_REL) {
+    Options o = opt;
+    if (o.predictor == PredictorId::Auto) o.predictor = PredictorId::Lorenzo;  // PW_REL predicts with Lorenzo
+    if (report) report->predictor = o.predictor;
+    return pipeline::PwRelPipeline<ExecSpace>::template compress<T>(space, in, dims, o, report);
+  }
+  if (report) report->predictor = opt.predictor;
   switch (opt.predictor) {
+    case PredictorId::Auto: {
+      // Both predictors on the same resident data; the smaller stream is kept
+      // (SZ3 picks between them from samples; this is exact, at the price of
+      // running both). The report holds both runs' stages, prefixed.
+      Options o = opt;
+      Report rl, ri;
+      o.predictor = PredictorId::Lorenzo;
+      auto sl = pipeline::LorenzoPipeline<ExecSpace>::template compress<T>(space, in, dims, o, report ? &rl : nullptr);
+      o.predictor = PredictorId::Interp;
+      auto si = pipeline::InterpPipeline<ExecSpace>::template compress<T>(space, in, dims, o, report ? &ri : nullptr);
+      const bool interp = si.size() < sl.size();
+      if (report) {
+        Report chosen = interp ? ri : rl;
+        chosen.stages = report->stages;
+        for (const auto& st : rl.stages) chosen.stages.push_back({"lorenzo: " + st.name, st.seconds});
+        for (const auto& st : ri.stages) chosen.stages.push_back({"interp: " + st.name, st.seconds});
+        chosen.backend = report->backend;
+        chosen.predictor = interp ? PredictorId::Interp : PredictorId::Lorenzo;
+        chosen.auto_lorenzo_bytes = sl.size();
+        chosen.auto_interp_bytes = si.size();
+        *report = chosen;
+      }
+      return interp ? si : sl;
+    }
     case PredictorId::Lorenzo:
       return pipeline::LorenzoPipeline<ExecSpace>::template compress<T>(space, in, dims, opt, report);
     case PredictorId::Interp:
@@ -148,12 +177,13 @@ void validate(DType dtype, const Dims& dims, const Options& opt) {
   KSZ_EXPECTS(opt.mode != ErrorMode::PW_REL || opt.bound < 1, "a point-wise relative bound must be below 1, got ",
               opt.bound);
   KSZ_EXPECTS(opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::ClassicLorenzo ||
-                  opt.predictor == PredictorId::Interp || opt.predictor == PredictorId::SZx,
-              "predictor '", to_string(opt.predictor), "' is not available in this version (lorenzo, interp, szx)");
+                  opt.predictor == PredictorId::Interp || opt.predictor == PredictorId::SZx ||
+                  opt.predictor == PredictorId::Auto,
+              "predictor '", to_string(opt.predictor), "' is not available in this version (lorenzo, interp, szx, auto)");
   KSZ_EXPECTS(!opt.classic || opt.predictor == PredictorId::Lorenzo || opt.predictor == PredictorId::ClassicLorenzo,
               "the classic pipeline predicts with Lorenzo only");
   KSZ_EXPECTS(opt.mode != ErrorMode::PW_REL || opt.predictor == PredictorId::Lorenzo ||
-                  opt.predictor == PredictorId::ClassicLorenzo,
+                  opt.predictor == PredictorId::ClassicLorenzo || opt.predictor == PredictorId::Auto,
               "pwrel is available with the lorenzo predictor only (or --pipeline classic)");
   KSZ_EXPECTS(opt.predictor != PredictorId::SZx || (opt.szx_block >= 1 && opt.szx_block <= 4096),
               "SZx block size must be in [1, 4096], got ", opt.szx_block);

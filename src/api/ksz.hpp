@@ -54,6 +54,8 @@ struct Report {
   std::uint64_t huffman_bytes = 0;   // compress: Huffman bitstream before the lossless pass (0: no Huffman)
   std::uint64_t lossless_bytes = 0;  // compress: the same segment as stored
   LosslessId lossless = LosslessId::None;  // compress: the pass stored (none when it did not shrink the bitstream)
+  PredictorId predictor = PredictorId::Auto;  // compress: the stream's predictor (what --predictor auto chose)
+  std::uint64_t auto_lorenzo_bytes = 0, auto_interp_bytes = 0;  // compress with auto: both candidates' sizes
   double abs_bound = 0;            // the resolved absolute bound
   double value_min = 0, value_max = 0;
 };

@@ -69,7 +69,8 @@ PredictorId parse_predictor(const std::string& s) {
   if (s == "lorenzo") return PredictorId::Lorenzo;
   if (s == "interp") return PredictorId::Interp;
   if (s == "szx") return PredictorId::SZx;
-  throw InvalidInput("unknown predictor '" + s + "' (lorenzo, interp, szx)");
+  if (s == "auto") return PredictorId::Auto;
+  throw InvalidInput("unknown predictor '" + s + "' (lorenzo, interp, szx, auto)");
 }
 
 LosslessId parse_lossless(const std::string& s) {
@@ -112,6 +113,10 @@ bool print_summary(const Report& c, const cli::Quality& q, std::uint64_t n) {
               8.0 * double(c.output_bytes) / double(n), (unsigned long long)c.outliers,
               (unsigned long long)c.verbatim);
   if (c.radius > 0) std::printf("quantization radius %u (%u Huffman symbols)\n", c.radius, 2 * c.radius);
+  if (c.auto_lorenzo_bytes > 0)
+    std::printf("predictor auto: lorenzo %llu bytes, interp %llu bytes: kept %s\n",
+                (unsigned long long)c.auto_lorenzo_bytes, (unsigned long long)c.auto_interp_bytes,
+                to_string(c.predictor));
   if (c.huffman_bytes > 0) {
     const double without = double(c.input_bytes) / double(c.output_bytes - c.lossless_bytes + c.huffman_bytes);
     if (c.lossless != LosslessId::None)
@@ -185,7 +190,9 @@ int run(int argc, char** argv) {
   c->add_option("-d,--dims", dims, "extents, fastest-varying first: -d 512,512,512")->required()->delimiter(',');
   c->add_option("-m,--mode", mode, "error-bound mode: abs, rel (value-range relative) or pwrel (point-wise relative)")->capture_default_str();
   c->add_option("-e,--error", bound, "error bound")->capture_default_str();
-  c->add_option("--predictor", predictor, "lorenzo, interp")->capture_default_str();
+  c->add_option("--predictor", predictor,
+                "lorenzo, interp, szx, or auto (runs lorenzo and interp, keeps the smaller stream)")
+      ->capture_default_str();
   c->add_option("--radius", radius,
                 "quantization radius (2*radius Huffman symbols); 0 = automatic: 512 for lorenzo, chosen from the "
                 "residuals for interp")

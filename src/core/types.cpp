@@ -15,6 +15,7 @@ const char* to_string(ErrorMode m) {
 }
 const char* to_string(PredictorId p) {
   switch (p) {
+    case PredictorId::Auto: return "auto";
     case PredictorId::Lorenzo: return "lorenzo";
     case PredictorId::Interp: return "interp";
     case PredictorId::SZx: return "szx";

@@ -10,7 +10,9 @@ namespace ksz {
 // Numeric ids are written into the container: never renumber.
 enum class DType : std::uint8_t { F32 = 1, F64 = 2 };
 enum class ErrorMode : std::uint8_t { ABS = 1, REL = 2, PW_REL = 3 };
-enum class PredictorId : std::uint8_t { Lorenzo = 1, Interp = 2, SZx = 3, ClassicLorenzo = 4 };
+// Auto (API and CLI only, never in a stream): Lorenzo and Interp both run, the
+// smaller stream is kept.
+enum class PredictorId : std::uint8_t { Auto = 0, Lorenzo = 1, Interp = 2, SZx = 3, ClassicLorenzo = 4 };
 enum class CodecId : std::uint8_t { None = 0, Huffman = 1 };
 // Lossless pass after the codec (portable/lossless): hierarchical elimination
 // of zero bytes (zbe) or zero 32-bit words (zwe) in the Huffman bitstream.

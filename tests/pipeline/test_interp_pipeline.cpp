@@ -326,8 +326,9 @@ TYPED_TEST(InterpPipeline, TrialSampleIsWholeBoxesOfTheField) {
     int rank;
     std::uint64_t boxes, stacked[3];
   };
-  for (const Want& w : {Want{{100, 70, 85}, 3, 4, {40, 40, 160}}, Want{{600, 500}, 2, 2, {256, 512, 1}},
-                        Want{{300000}, 1, 4, {262144, 1, 1}}, Want{{30, 90, 41}, 3, 2, {30, 40, 80}}}) {
+  for (const Want& w : {Want{{200, 180, 100}, 3, 4, {40, 40, 160}}, Want{{100, 70, 85}, 3, 2, {40, 40, 80}},
+                        Want{{600, 500}, 2, 1, {256, 256, 1}}, Want{{1200, 520}, 2, 2, {256, 512, 1}},
+                        Want{{300000}, 1, 1, {65536, 1, 1}}, Want{{30, 90, 41}, 3, 1, {30, 40, 40}}}) {
     const Dims d = dims_of(w.dims);
     const Shape3 s3 = effective_shape(d);
     const spline::Shape sh = spline::make_shape(s3.n[0], s3.n[1], s3.n[2]);
@@ -386,6 +387,42 @@ TYPED_TEST(InterpPipeline, SplineTrialPicksLinearOnEdgedFields) {
           << d.str();
     }
   }
+}
+
+// --predictor auto: the stream is byte for byte the smaller of the Lorenzo
+// and interp streams, the report says which and both sizes; over these
+// fields each predictor wins somewhere. PW_REL falls back to Lorenzo.
+TYPED_TEST(InterpPipeline, AutoPredictorKeepsTheSmallerStream) {
+  const Backend b = backend_of<TypeParam>();
+  bool won[2] = {false, false};
+  for (const auto& s : {std::vector<std::uint64_t>{64, 64, 64}, {3000}, {40, 30, 20}})
+    for (Pattern p : {Pattern::Smooth, Pattern::Noisy, Pattern::Ramp}) {
+      const Dims d = dims_of(s);
+      const auto in = make_field<float>(p, d);
+      Options opt = interp_opts(b, ErrorMode::REL, 1e-3);
+      const auto si = compress(in.data(), DType::F32, d, opt);
+      opt.predictor = PredictorId::Lorenzo;
+      const auto sl = compress(in.data(), DType::F32, d, opt);
+      opt.predictor = PredictorId::Auto;
+      Report rep;
+      const auto sa = compress(in.data(), DType::F32, d, opt, &rep);
+      const bool interp = si.size() < sl.size();
+      EXPECT_TRUE(sa == (interp ? si : sl)) << name(p) << " " << d.str();
+      EXPECT_EQ(rep.predictor, interp ? PredictorId::Interp : PredictorId::Lorenzo);
+      EXPECT_EQ(rep.auto_lorenzo_bytes, sl.size());
+      EXPECT_EQ(rep.auto_interp_bytes, si.size());
+      EXPECT_EQ(rep.output_bytes, sa.size());
+      won[interp ? 1 : 0] = true;
+    }
+  EXPECT_TRUE(won[0] && won[1]) << "lorenzo won: " << won[0] << ", interp won: " << won[1];
+  const Dims d = dims_of({30, 20});
+  const auto in = make_field<float>(Pattern::Smooth, d);
+  Options opt = interp_opts(b, ErrorMode::PW_REL, 1e-3);
+  opt.predictor = PredictorId::Auto;
+  const auto s = compress(in.data(), DType::F32, d, opt);
+  const Field f = decompress(s.data(), s.size(), b);
+  const float* out = reinterpret_cast<const float*>(f.bytes.data());
+  for (std::size_t i = 0; i < in.size(); ++i) ASSERT_LE(std::fabs(out[i] - in[i]), 1e-3 * std::fabs(in[i])) << i;
 }
 
 TEST(InterpPipelineHostile, RejectsCorruptStreams) {

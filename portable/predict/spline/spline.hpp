@@ -522,7 +522,7 @@ inline void tune(const Profile& prof, Config& cfg) {
 // configuration and an all-linear one on a sample and keeps the cheaper.
 // The sample is the whole field up to kTrialWhole elements, else up to
 // kTrialBoxes boxes (40^3 in 3D, 256^2 in 2D, 65536 in 1D: whole anchor
-// chunks) spread evenly over the field, stored one after the other along the
+// chunks; no more than a quarter of the field) spread evenly over the field, stored one after the other along the
 // slowest dimension and predicted box by box (a box's splines never reach
 // into the next: a seam would penalize cubic ones). Costs come from integer
 // histograms, so every backend agrees.
@@ -547,7 +547,13 @@ inline Sample plan_sample(const Shape& sh, int rank) {
     g *= sm.grid[d];
     if (sh.n[d] > 1) sm.stack = static_cast<std::uint32_t>(d);
   }
+  // At most kTrialBoxes, and at most a quarter of the field (at least one box):
+  // the two trial runs then cost at most half a prediction pass.
+  const std::uint64_t per_box = sm.box[0] * sm.box[1] * sm.box[2];
+  std::uint64_t cap = sh.count() / 4 / per_box;
+  cap = cap < 1 ? 1 : cap;
   sm.boxes = g < kTrialBoxes ? g : kTrialBoxes;
+  sm.boxes = sm.boxes < cap ? sm.boxes : cap;
   std::uint64_t e[3] = {sm.box[0], sm.box[1], sm.box[2]};
   e[sm.stack] *= sm.boxes;
   sm.shape = make_shape(e[0], e[1], e[2]);
