@@ -43,6 +43,19 @@ KOKKOS_INLINE_FUNCTION T reconstruct(std::int32_t q, double step) {
   return static_cast<T>(mul_rn(static_cast<double>(q), step));
 }
 
+// floor(h) for |h| < 2^31, exactly. On the host without a libm call (x86-64's
+// baseline has no SSE4.1 round instruction): truncate, then step down where
+// truncation went up (negative non-integers).
+KOKKOS_INLINE_FUNCTION std::int32_t floor_i32(double h) {
+#ifdef __CUDA_ARCH__
+  return static_cast<std::int32_t>(::floor(h));
+#else
+  std::int64_t t = static_cast<std::int64_t>(h);
+  if (static_cast<double>(t) > h) --t;
+  return static_cast<std::int32_t>(t);
+#endif
+}
+
 // Returns true and sets q when x is representable within the bound; false
 // (q = 0) when x must be stored verbatim.
 template <class T>
@@ -50,17 +63,7 @@ KOKKOS_INLINE_FUNCTION bool prequantize(T x, const QuantParams& p, std::int32_t&
   const double v = mul_rn(static_cast<double>(x), p.inv_step);
   q = 0;
   if (!(::fabs(v) < kMaxPrequant)) return false;  // NaN, Inf, out of range
-  const double h = add_rn(v, 0.5);
-#ifdef __CUDA_ARCH__
-  const std::int32_t r = static_cast<std::int32_t>(::floor(h));
-#else
-  // floor(h), exactly, for |h| < 2^31 (checked above), without a libm call
-  // (x86-64's baseline has no SSE4.1 round instruction): truncate, then step
-  // down where truncation went up (negative non-integers).
-  std::int64_t t = static_cast<std::int64_t>(h);
-  if (static_cast<double>(t) > h) --t;
-  const std::int32_t r = static_cast<std::int32_t>(t);
-#endif
+  const std::int32_t r = floor_i32(add_rn(v, 0.5));  // |v| < kMaxPrequant (checked above)
   const double err = ::fabs(static_cast<double>(x) - static_cast<double>(reconstruct<T>(r, p.step)));
   if (!(err <= p.bound)) return false;
   q = r;

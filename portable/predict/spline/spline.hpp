@@ -186,6 +186,66 @@ KOKKOS_INLINE_FUNCTION double predict(const Pass& p, const V& r, std::uint64_t i
   return b;
 }
 
+// Compressor side of one point: code, residual and reconstruction.
+template <class T, class VIn, class VR, class VC, class VQ>
+KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int32_t rad, const VIn& in, const VR& r,
+                                           const VC& codes, const VQ& qv, std::uint64_t i, std::uint64_t c) {
+  const double pred = predict(p, r, i, c);
+  const T x = in(i);
+  const double v = mul_rn(add_rn(static_cast<double>(x), -pred), p.inv_qstep);
+  std::int32_t q = kVerbatim;
+  T rec = x;
+  if (::fabs(v) < quantize::kMaxPrequant) {  // false for NaN/Inf too
+    const std::int32_t cq = quantize::floor_i32(add_rn(v, 0.5));
+    const T cand = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(cq), p.qstep)));
+    const double err = ::fabs(static_cast<double>(x) - static_cast<double>(cand));
+    if (err <= bound) {
+      q = cq;
+      rec = cand;
+    }
+  }
+  codes(i) = (q != kVerbatim && q > -rad && q < rad) ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
+  qv(i) = q;
+  r(i) = rec;
+}
+
+// Decompressor side of one point (qv holds kVerbatim where out already holds
+// the verbatim value).
+template <class T, class VQ, class VOut>
+KOKKOS_INLINE_FUNCTION void decompress_point(const Pass& p, const VQ& qv, const VOut& out, std::uint64_t i,
+                                             std::uint64_t c) {
+  const std::int32_t q = qv(i);
+  if (q == kVerbatim) return;
+  const double pred = predict(p, out, i, c);
+  out(i) = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(q), p.qstep)));
+}
+
+// Host backends walk a pass row by row along x: no index divisions per
+// point (pass_point's four), the same points and the same arithmetic.
+template <class ExecSpace, class F>
+void for_each_point(const ExecSpace& space, const Pass& pass, const char* label, F&& f) {
+  const Pass p = pass;
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible) {
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<ExecSpace>(space, 0, p.cnt[1] * p.cnt[2]), [=](const std::uint64_t row) {
+          const std::uint64_t y = p.first[1] + (row % p.cnt[1]) * p.step[1];
+          const std::uint64_t z = p.first[2] + (row / p.cnt[1]) * p.step[2];
+          const std::uint64_t base = y * p.shape.stride[1] + z * p.shape.stride[2];
+          for (std::uint64_t k0 = 0; k0 < p.cnt[0]; ++k0) {
+            const std::uint64_t x = p.first[0] + k0 * p.step[0];
+            f(base + x, p.dim == 0 ? x : p.dim == 1 ? y : z);
+          }
+        });
+  } else {
+    Kokkos::parallel_for(
+        label, Kokkos::RangePolicy<ExecSpace>(space, 0, p.count()), KOKKOS_LAMBDA(const std::uint64_t k) {
+          std::uint64_t i, c;
+          pass_point(p, k, i, c);
+          f(i, c);
+        });
+  }
+}
+
 // Compressor side of one pass: code, residual and reconstruction of each point.
 template <class ExecSpace, class T>
 void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
@@ -194,30 +254,10 @@ void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::
                    Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
                    Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
   const Pass p = pass;
-  Kokkos::parallel_for(
-      "ksz::spline::compress_pass", Kokkos::RangePolicy<ExecSpace>(space, 0, p.count()),
-      KOKKOS_LAMBDA(const std::uint64_t k) {
-        std::uint64_t i, c;
-        pass_point(p, k, i, c);
-        const double pred = predict(p, r, i, c);
-        const T x = in(i);
-        const double v = mul_rn(add_rn(static_cast<double>(x), -pred), p.inv_qstep);
-        std::int32_t q = kVerbatim;
-        T rec = x;
-        if (::fabs(v) < quantize::kMaxPrequant) {  // false for NaN/Inf too
-          const std::int32_t cq = static_cast<std::int32_t>(::floor(add_rn(v, 0.5)));
-          const T cand = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(cq), p.qstep)));
-          const double err = ::fabs(static_cast<double>(x) - static_cast<double>(cand));
-          if (err <= bound) {
-            q = cq;
-            rec = cand;
-          }
-        }
-        const std::int32_t rad = static_cast<std::int32_t>(radius);
-        codes(i) = (q != kVerbatim && q > -rad && q < rad) ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
-        qv(i) = q;
-        r(i) = rec;
-      });
+  const std::int32_t rad = static_cast<std::int32_t>(radius);
+  for_each_point(space, pass, "ksz::spline::compress_pass", KOKKOS_LAMBDA(const std::uint64_t i, const std::uint64_t c) {
+    compress_point<T>(p, bound, rad, in, r, codes, qv, i, c);
+  });
 }
 
 // Decompressor side: qv holds every residual (kVerbatim where out already
@@ -227,16 +267,9 @@ void decompress_pass(const ExecSpace& space, const Pass& pass,
                      Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
                      Kokkos::View<T*, typename ExecSpace::memory_space> out) {
   const Pass p = pass;
-  Kokkos::parallel_for(
-      "ksz::spline::decompress_pass", Kokkos::RangePolicy<ExecSpace>(space, 0, p.count()),
-      KOKKOS_LAMBDA(const std::uint64_t k) {
-        std::uint64_t i, c;
-        pass_point(p, k, i, c);
-        const std::int32_t q = qv(i);
-        if (q == kVerbatim) return;
-        const double pred = predict(p, out, i, c);
-        out(i) = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(q), p.qstep)));
-      });
+  for_each_point(space, pass, "ksz::spline::decompress_pass", KOKKOS_LAMBDA(const std::uint64_t i, const std::uint64_t c) {
+    decompress_point<T>(p, qv, out, i, c);
+  });
 }
 
 // Radius choice (--radius 0, the interp default). A fixed radius of 512 is a
