@@ -13,6 +13,20 @@
 namespace ksz::pipeline {
 namespace impl {
 
+// Decoded codes to residuals (code - radius; code 0 -> `unset`, to be filled
+// from the outlier and verbatim lists), counting the code-0 positions.
+template <class Mem>
+struct CodesToResiduals {
+  Kokkos::View<const std::uint16_t*, Mem> codes;
+  Kokkos::View<std::int32_t*, Mem> qv;
+  std::int32_t rad, unset;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t i, std::uint64_t& zeros) const {
+    const std::int32_t c = codes(i);
+    qv(i) = c == 0 ? unset : c - rad;
+    zeros += c == 0 ? 1 : 0;
+  }
+};
+
 inline spline::Shape spline_shape(const Dims& dims) {
   const Shape3 s = effective_shape(dims);
   return spline::make_shape(s.n[0], s.n[1], s.n[2]);
@@ -240,9 +254,14 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   constexpr std::int32_t kUnset = spline::kVerbatim + 1;
   Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
   const std::int32_t rad = static_cast<std::int32_t>(radius);
-  Kokkos::parallel_for(
-      "ksz::interp::codes_to_residuals", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-      KOKKOS_LAMBDA(const std::uint64_t i) { qv(i) = codes(i) == 0 ? kUnset : static_cast<std::int32_t>(codes(i)) - rad; });
+  std::uint64_t zeros = 0;
+  Kokkos::parallel_reduce("ksz::interp::codes_to_residuals", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
+                          impl::CodesToResiduals<Mem>{codes, qv, rad, kUnset}, zeros);
+  // The lists are strictly increasing (unpack_indices), land on code-0
+  // positions only and never on each other (checked below), so they cover
+  // every code-0 position exactly when their lengths add up to the count.
+  KSZ_STREAM_CHECK(zeros == n_out + n_verb, "code-0 positions (", zeros, ") and the outlier and verbatim lists (",
+                   n_out + n_verb, ") disagree");
   std::uint64_t bad = 0;
   Kokkos::parallel_reduce(
       "ksz::interp::check_outliers", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
@@ -260,10 +279,6 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   Kokkos::parallel_for(
       "ksz::interp::mark_verbatim", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
       KOKKOS_LAMBDA(const std::uint64_t j) { qv(vi(j)) = spline::kVerbatim; });
-  Kokkos::parallel_reduce(
-      "ksz::interp::count_unset", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-      KOKKOS_LAMBDA(const std::uint64_t i, std::uint64_t& acc) { acc += qv(i) == kUnset ? 1 : 0; }, bad);
-  KSZ_STREAM_CHECK(bad == 0, "code-0 positions missing from the outlier and verbatim lists");
   out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);
   timer.mark("outliers");
