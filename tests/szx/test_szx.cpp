@@ -252,6 +252,62 @@ TEST(SzxHostPaths, AgreeWithPortableBlocksF32) { host_paths_agree<float>(); }
 TEST(SzxHostPaths, AgreeWithPortableBlocksF64) { host_paths_agree<double>(); }
 #endif
 
+// ---- Pinned bytes: the SZx format has no golden file; these hashes of the
+// streams the first encoder wrote (commit 6b35da2) pin it on every backend.
+// Inputs from integer arithmetic and exact double operations only, so they
+// are the same on every machine: coded, constant, noisy, wide-range and
+// subnormal stretches, a NaN and an Inf (verbatim blocks).
+template <class T>
+std::vector<T> pinned_input() {
+  std::vector<T> v(5000);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double h = double((i * 7919) % 1013);
+    switch (i / 1000) {
+      case 0: v[i] = T(0.5 * double(i) + 1e-4 * h); break;
+      case 1: v[i] = T(3.25); break;
+      case 2: v[i] = T(1e-3 * h - 0.5); break;
+      case 3: v[i] = T(((i / 100) % 2 ? 1e3 : -1e3) * h); break;
+      default: v[i] = T(double(i - 4000) * 1e-40); break;
+    }
+  }
+  v[17] = std::numeric_limits<T>::quiet_NaN();
+  v[2500] = std::numeric_limits<T>::infinity();
+  return v;
+}
+
+std::uint64_t fnv1a(const std::vector<std::uint8_t>& s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (std::uint8_t c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+TYPED_TEST(Szx, StreamBytesPinned) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({5000});
+  const auto in = pinned_input<float>();
+  const auto in64 = pinned_input<double>();
+  struct Pin {
+    bool f64;
+    ErrorMode mode;
+    double bound;
+    std::uint32_t block;
+    std::uint64_t hash;
+  };
+  const Pin pins[] = {
+      {false, ErrorMode::REL, 1e-3, 1, 0xd38471faa80c763aull},    {false, ErrorMode::REL, 1e-3, 7, 0x555107dad4fe3303ull},
+      {false, ErrorMode::REL, 1e-3, 128, 0x296b645e29198c19ull},  {false, ErrorMode::REL, 1e-3, 1024, 0xde671d384e1d0468ull},
+      {false, ErrorMode::REL, 1e-6, 64, 0x5ac07a964f21c726ull},   {false, ErrorMode::ABS, 0.5, 128, 0x07711b3910253d7dull},
+      {true, ErrorMode::ABS, 1e-9, 7, 0x80d6ec504b212da4ull},     {true, ErrorMode::ABS, 1e-9, 128, 0x5f77af58c89fe1ccull},
+      {true, ErrorMode::REL, 1e-3, 1000, 0x371fce22d129bcf2ull},  {true, ErrorMode::REL, 1e-12, 4096, 0xb4ffe400866829e6ull},
+  };
+  for (const Pin& p : pins) {
+    const auto s = p.f64 ? szx_round_trip<double>(b, in64, d, p.mode, p.bound, p.block)
+                         : szx_round_trip<float>(b, in, d, p.mode, p.bound, p.block);
+    EXPECT_EQ(fnv1a(s), p.hash) << (p.f64 ? "f64 " : "f32 ") << to_string(p.mode) << " " << p.bound << " block "
+                                << p.block << std::hex << ": 0x" << fnv1a(s);
+  }
+}
+
 // ---- Hostile streams: rebuilt with valid checksums so the SZx decoder's own
 // checks, not the container's CRC, must catch them.
 struct Parts {
