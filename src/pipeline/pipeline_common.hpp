@@ -11,6 +11,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#endif
+
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/encode/huffman/huffman.hpp"
@@ -46,6 +50,49 @@ struct FiniteMinMax {  // a functor: see the note on parallel_reduce in portable
   }
 };
 
+// Min and max of the finite values of x[0, n) in T, folded into mn and mx;
+// branch-free so the loop vectorizes. Exact: any split gives the same ends,
+// up to the sign of zero.
+template <class T>
+inline void finite_min_max(const T* x, std::uint64_t n, T& mn, T& mx) {
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    const bool f = v - v == T(0);  // finite: NaN and Inf give NaN
+    mn = (f && v < mn) ? v : mn;
+    mx = (f && v > mx) ? v : mx;
+  }
+}
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+// SSE2 (the x86-64 baseline), as compilers do not vectorize a float min/max
+// without -ffinite-math-only: v + (v - v) turns NaN and Inf into NaN (and -0
+// into +0), which min(v, acc) and max(v, acc) skip (they return the second
+// operand when the first is NaN).
+#define KSZ_FINITE_MIN_MAX_SSE2(T, V, W, set1, loadu, add, sub, min, max, storeu)                   \
+  inline void finite_min_max(const T* x, std::uint64_t n, T& mn, T& mx) {                             \
+    V lo[2] = {set1(mn), set1(mn)}, hi[2] = {set1(mx), set1(mx)};                                     \
+    std::uint64_t i = 0;                                                                              \
+    for (; i + 2 * (W) <= n; i += 2 * (W))                                                            \
+      for (int j = 0; j < 2; ++j) {                                                                   \
+        const V v = loadu(x + i + j * (W));                                                           \
+        const V u = add(v, sub(v, v));                                                                \
+        lo[j] = min(u, lo[j]);                                                                        \
+        hi[j] = max(u, hi[j]);                                                                        \
+      }                                                                                               \
+    T a[2 * (W)], b[2 * (W)];                                                                         \
+    storeu(a, lo[0]), storeu(a + (W), lo[1]), storeu(b, hi[0]), storeu(b + (W), hi[1]);                 \
+    for (int j = 0; j < 2 * (W); ++j) {                                                               \
+      mn = a[j] < mn ? a[j] : mn;                                                                     \
+      mx = b[j] > mx ? b[j] : mx;                                                                     \
+    }                                                                                                 \
+    finite_min_max<T>(x + i, n - i, mn, mx);                                                          \
+  }
+KSZ_FINITE_MIN_MAX_SSE2(float, __m128, 4, _mm_set1_ps, _mm_loadu_ps, _mm_add_ps, _mm_sub_ps, _mm_min_ps, _mm_max_ps,
+                        _mm_storeu_ps)
+KSZ_FINITE_MIN_MAX_SSE2(double, __m128d, 2, _mm_set1_pd, _mm_loadu_pd, _mm_add_pd, _mm_sub_pd, _mm_min_pd,
+                        _mm_max_pd, _mm_storeu_pd)
+#undef KSZ_FINITE_MIN_MAX_SSE2
+#endif
+
 template <class ExecSpace, class T>
 Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
   using MM = Kokkos::MinMax<double>;
@@ -64,9 +111,8 @@ Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSp
 #endif
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
   if constexpr (host) {
-    // CPUs: min/max in T over long segments, branch-free so the loop
-    // vectorizes; exact, so any split gives the same ends (up to the sign of
-    // zero, made canonical below).
+    // CPUs: min/max in T over long segments (finite_min_max); exact, so any
+    // split gives the same ends (up to the sign of zero, made canonical below).
     r.min_val = std::numeric_limits<double>::infinity();
     r.max_val = -std::numeric_limits<double>::infinity();
     const std::uint64_t n = in.extent(0), seg = 1 << 16, parts = (n + seg - 1) / seg;
@@ -76,12 +122,7 @@ Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSp
         "ksz::value_range_segments", Kokkos::RangePolicy<ExecSpace>(space, 0, parts), [&](const std::uint64_t p) {
           const std::uint64_t b = p * seg, e = b + seg < n ? b + seg : n;
           T mn = std::numeric_limits<T>::infinity(), mx = -std::numeric_limits<T>::infinity();
-          for (std::uint64_t i = b; i < e; ++i) {
-            const T v = x[i];
-            const bool f = v - v == T(0);  // finite: NaN and Inf give NaN
-            mn = (f && v < mn) ? v : mn;
-            mx = (f && v > mx) ? v : mx;
-          }
+          finite_min_max(x + b, e - b, mn, mx);
           pmin[p] = mn, pmax[p] = mx;
         });
     space.fence();

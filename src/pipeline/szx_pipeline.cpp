@@ -3,12 +3,54 @@
 #include "src/pipeline/szx_pipeline.hpp"
 
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "portable/predict/szx/szx.hpp"
 #include "src/pipeline/lorenzo_pipeline_impl.hpp"  // value_range, segment transfer helpers
 #include "src/pipeline/stage_timer.hpp"
 
 namespace ksz::pipeline {
+namespace {
+
+// Host memory is already where the container needs it.
+template <class Mem>
+constexpr bool kHostMem = std::is_same<Mem, Kokkos::HostSpace>::value;
+
+// The first count values of v as bytes on the host: v's own bytes on host
+// spaces, else a copy.
+struct HostBytes {
+  std::vector<std::uint8_t> copy;
+  const std::uint8_t* data = nullptr;
+  std::uint64_t size = 0;
+};
+template <class V, class Mem>
+HostBytes host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {
+  HostBytes b;
+  if constexpr (kHostMem<Mem>) {
+    b.data = reinterpret_cast<const std::uint8_t*>(v.data());
+  } else {
+    b.copy = impl::to_host_bytes(v, count);
+    b.data = b.copy.data();
+  }
+  b.size = count * sizeof(V);
+  return b;
+}
+
+// A byte segment as a view: read in place on host spaces (bytes need no
+// alignment; the stream outlives the call), copied to the device elsewhere.
+template <class ExecSpace>
+Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> byte_segment(const ExecSpace& space,
+                                                                                const container::Segment& s,
+                                                                                const char* what) {
+  using Mem = typename ExecSpace::memory_space;
+  if constexpr (kHostMem<Mem>)
+    return Kokkos::View<const std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(s.data, s.size);
+  else
+    return impl::to_device<std::uint8_t>(space, s, s.size, what);
+}
+
+}  // namespace
 
 template <class ExecSpace>
 template <class T>
@@ -72,15 +114,15 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
     szx::encode<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
   timer.mark("block encode");
 
-  const auto kinds_h = impl::to_host_bytes(kinds, nb);
-  const auto med_h = impl::to_host_bytes(medians, nb);
-  const auto lead_h = impl::to_host_bytes(lead, lead_total);
-  const auto mid_h = impl::to_host_bytes(mid, mid_total);
-  const auto verb_h = impl::to_host_bytes(verb, verb_total);
+  const HostBytes kinds_h = host_bytes(kinds, nb);
+  const HostBytes med_h = host_bytes(medians, nb);
+  const HostBytes lead_h = host_bytes(lead, lead_total);
+  const HostBytes mid_h = host_bytes(mid, mid_total);
+  const HostBytes verb_h = host_bytes(verb, verb_total);
   std::uint64_t n_const = 0, n_verb = 0;
-  for (auto k : kinds_h) {
-    n_const += k == szx::kConstant;
-    n_verb += k == szx::kVerbatim;
+  for (std::uint64_t b = 0; b < nb; ++b) {
+    n_const += kinds_h.data[b] == szx::kConstant;
+    n_verb += kinds_h.data[b] == szx::kVerbatim;
   }
 
   container::Header h;
@@ -96,11 +138,11 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   h.set_u32(Param::SzxBlock, block);
   h.set_u64(Param::SzxConstantBlocks, n_const);
   h.set_u64(Param::SzxVerbatimBlocks, n_verb);
-  auto stream = container::write(h, {{SegmentId::SzxKinds, kinds_h.data(), kinds_h.size()},
-                                     {SegmentId::SzxMedians, med_h.data(), med_h.size()},
-                                     {SegmentId::SzxLeadCodes, lead_h.data(), lead_h.size()},
-                                     {SegmentId::SzxMidBytes, mid_h.data(), mid_h.size()},
-                                     {SegmentId::SzxVerbatim, verb_h.data(), verb_h.size()}});
+  auto stream = container::write(h, {{SegmentId::SzxKinds, kinds_h.data, kinds_h.size},
+                                     {SegmentId::SzxMedians, med_h.data, med_h.size},
+                                     {SegmentId::SzxLeadCodes, lead_h.data, lead_h.size},
+                                     {SegmentId::SzxMidBytes, mid_h.data, mid_h.size},
+                                     {SegmentId::SzxVerbatim, verb_h.data, verb_h.size}});
   timer.mark("gather+container");
   if (report) {
     report->elements = n;
@@ -143,10 +185,10 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const auto& verb_seg = s.require(SegmentId::SzxVerbatim);
   KSZ_STREAM_CHECK(verb_seg.size % sizeof(T) == 0, "SZx verbatim segment is not whole values");
   StageTimer<ExecSpace> timer(space, report);
-  const auto kinds = impl::to_device<std::uint8_t>(space, kinds_seg, nb, "SZx kinds");
+  const auto kinds = byte_segment(space, kinds_seg, "SZx kinds");
   const auto medians = impl::to_device<T>(space, med_seg, nb, "SZx medians");
-  const auto lead = impl::to_device<std::uint8_t>(space, lead_seg, lead_seg.size, "SZx leading codes");
-  const auto mid = impl::to_device<std::uint8_t>(space, mid_seg, mid_seg.size, "SZx mid-bytes");
+  const auto lead = byte_segment(space, lead_seg, "SZx leading codes");
+  const auto mid = byte_segment(space, mid_seg, "SZx mid-bytes");
   const auto verb = impl::to_device<T>(space, verb_seg, verb_seg.size / sizeof(T), "SZx verbatim");
   timer.mark("copy to device");
 

@@ -190,24 +190,17 @@ TYPED_TEST(Szx, TeamLayoutSameBytes) {
   }
 }
 
-#ifndef __CUDA_ARCH__  // host functions: absent from nvcc's device pass
-// The host fast paths (plan_block_base/_avx2, encode_block_base/_avx2) agree
-// with the portable block functions on every block: kind, median, mid-byte
-// count, leading codes and mid-bytes. Blocks: smooth, noisy, constant, with
-// a NaN, with huge values, tiny and loose bounds, lengths 1..300.
+#ifndef __CUDA_ARCH__  // host functions: tested in nvcc's host pass only
+// The host fast paths (szx::host) agree with the portable block functions on
+// every block: kind, median, mid-byte count, leading codes and mid-bytes
+// (and nothing written past them), the decoder's mid-byte count and the
+// decoded values. Blocks: smooth, noisy, constant, with a NaN, with huge
+// values, tiny and loose bounds, lengths 1..300.
 template <class T>
 void host_paths_agree() {
   using namespace ksz::szx;
   std::mt19937_64 rng(11);
   std::normal_distribution<double> normal(0.0, 1.0);
-  std::vector<PlanFn<T>> plans = {&plan_block_base<T>};
-  std::vector<EncodeFn<T>> encs = {&encode_block_base<T>};
-#ifdef KSZ_SZX_AVX2
-  if (host_has_avx2()) {
-    plans.push_back(&plan_block_avx2<T>);
-    encs.push_back(&encode_block_avx2<T>);
-  }
-#endif
   std::uint64_t blocks = 0, coded = 0;
   for (int trial = 0; trial < 600; ++trial) {
     const std::uint32_t len = 1 + std::uint32_t(rng() % 300);
@@ -227,22 +220,34 @@ void host_paths_agree() {
     } acc{x.data()};
     const BlockPlan<T> ref = plan_block<T>(acc, 0, len, e);
     Kokkos::View<std::uint8_t*, Kokkos::HostSpace> lead_ref("lead", (len + 3) / 4), mid_ref("mid", ref.mid_bytes);
-    if (is_coded(ref.kind))
-      encode_block<T>(acc, 0, len, ref.kind, ref.median, lead_ref, 0, mid_ref, 0, ref.mid_bytes);
+    if (is_coded(ref.kind)) encode_block<T>(acc, 0, len, ref.kind, ref.median, lead_ref, 0, mid_ref, 0);
     ++blocks;
     coded += is_coded(ref.kind) ? 1 : 0;
-    for (std::size_t f = 0; f < plans.size(); ++f) {
-      const BlockPlan<T> got = plans[f](x.data(), len, e);
-      ASSERT_EQ(got.kind, ref.kind) << "trial " << trial << " version " << f;
-      ASSERT_EQ(got.mid_bytes, ref.mid_bytes) << "trial " << trial << " version " << f;
-      if (ref.kind == kVerbatim) continue;
-      ASSERT_EQ(std::memcmp(&got.median, &ref.median, sizeof(T)), 0) << "trial " << trial;
-      if (!is_coded(ref.kind)) continue;
-      std::vector<std::uint8_t> lead((len + 3) / 4, 0xAB), mid(ref.mid_bytes + 8, 0xCD);
-      encs[f](x.data(), len, ref.kind, ref.median, lead.data(), mid.data(), mid.data() + ref.mid_bytes);
-      for (std::size_t j = 0; j < lead.size(); ++j) ASSERT_EQ(lead[j], lead_ref(j)) << "trial " << trial << " lead " << j;
-      for (std::size_t j = 0; j < ref.mid_bytes; ++j) ASSERT_EQ(mid[j], mid_ref(j)) << "trial " << trial << " mid " << j;
-      ASSERT_EQ(mid[ref.mid_bytes], 0xCD) << "trial " << trial << ": wrote past the block's mid-bytes";
+    const BlockPlan<T> got = host::plan_block<T>(x.data(), len, e);
+    ASSERT_EQ(got.kind, ref.kind) << "trial " << trial;
+    ASSERT_EQ(got.mid_bytes, ref.mid_bytes) << "trial " << trial;
+    if (ref.kind == kVerbatim) continue;
+    ASSERT_EQ(std::memcmp(&got.median, &ref.median, sizeof(T)), 0) << "trial " << trial;
+    if (!is_coded(ref.kind)) continue;
+    std::vector<std::uint8_t> lead((len + 3) / 4, 0xAB), mid(ref.mid_bytes + 8, 0xCD);
+    host::encode_block<T>(x.data(), len, ref.kind, ref.median, lead.data(), mid.data());
+    for (std::size_t j = 0; j < lead.size(); ++j) ASSERT_EQ(lead[j], lead_ref(j)) << "trial " << trial << " lead " << j;
+    for (std::size_t j = 0; j < ref.mid_bytes; ++j) ASSERT_EQ(mid[j], mid_ref(j)) << "trial " << trial << " mid " << j;
+    for (std::size_t j = ref.mid_bytes; j < mid.size(); ++j)
+      ASSERT_EQ(mid[j], 0xCD) << "trial " << trial << ": wrote past the block's mid-bytes";
+    std::uint64_t count_ref = 0, sum = 0;
+    ASSERT_TRUE(count_mid(lead_ref, 0, len, ref.kind, count_ref));
+    ASSERT_TRUE(host::lead_sum(lead.data(), len, bytes_of(ref.kind), sum));
+    ASSERT_EQ(std::uint64_t(len) * bytes_of(ref.kind) - sum, count_ref) << "trial " << trial;
+    // Decoding: the block's mid-bytes alone (byte-wise tail) and followed by
+    // readable bytes (full-width loads).
+    Kokkos::View<T*, Kokkos::HostSpace> out_ref("out", len);
+    decode_block<T>(lead_ref, 0, mid_ref, 0, len, ref.kind, ref.median, out_ref, 0);
+    for (const std::uint8_t* end : {mid.data() + ref.mid_bytes, mid.data() + mid.size()}) {
+      std::vector<T> out(len);
+      host::decode_block<T>(lead.data(), mid.data(), mid.data() + ref.mid_bytes, end, len, ref.kind, ref.median,
+                            out.data());
+      ASSERT_EQ(std::memcmp(out.data(), out_ref.data(), len * sizeof(T)), 0) << "trial " << trial;
     }
   }
   EXPECT_GT(coded, blocks / 4);
@@ -250,7 +255,85 @@ void host_paths_agree() {
 
 TEST(SzxHostPaths, AgreeWithPortableBlocksF32) { host_paths_agree<float>(); }
 TEST(SzxHostPaths, AgreeWithPortableBlocksF64) { host_paths_agree<double>(); }
+
+// The 2-bit code count rejects a code longer than a 2-byte value (3) where
+// the portable count does, padding codes of a last partial byte ignored.
+TEST(SzxHostPaths, LeadSumRejectsWhereCountMidDoes) {
+  using namespace ksz::szx;
+  std::mt19937_64 rng(5);
+  int rejected = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const std::uint32_t len = 1 + std::uint32_t(rng() % 200);
+    const int nbytes = 2 + int(rng() % 3), len_bits = 8 * nbytes;
+    Kokkos::View<std::uint8_t*, Kokkos::HostSpace> lead("lead", (len + 3) / 4);
+    for (std::size_t j = 0; j < lead.extent(0); ++j)  // mostly valid codes, now and then a 3
+      lead(j) = static_cast<std::uint8_t>(rng() % 64 == 0 ? rng() : (rng() & 0xAA) >> (rng() % 2));
+    std::uint64_t ref = 0, sum = 0;
+    const bool ok_ref = count_mid(lead, 0, len, len_bits, ref);
+    ASSERT_EQ(host::lead_sum(lead.data(), len, nbytes, sum), ok_ref) << "trial " << trial;
+    if (ok_ref) ASSERT_EQ(std::uint64_t(len) * nbytes - sum, ref) << "trial " << trial;
+    rejected += ok_ref ? 0 : 1;
+  }
+  EXPECT_GT(rejected, 50);
+  EXPECT_LT(rejected, 1000);
+}
 #endif
+
+// ---- Pinned bytes: the SZx format has no golden file; these hashes of the
+// streams the first encoder wrote (commit 6b35da2) pin it on every backend.
+// Inputs from integer arithmetic and exact double operations only, so they
+// are the same on every machine: coded, constant, noisy, wide-range and
+// subnormal stretches, a NaN and an Inf (verbatim blocks).
+template <class T>
+std::vector<T> pinned_input() {
+  std::vector<T> v(5000);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const double h = double((i * 7919) % 1013);
+    switch (i / 1000) {
+      case 0: v[i] = T(0.5 * double(i) + 1e-4 * h); break;
+      case 1: v[i] = T(3.25); break;
+      case 2: v[i] = T(1e-3 * h - 0.5); break;
+      case 3: v[i] = T(((i / 100) % 2 ? 1e3 : -1e3) * h); break;
+      default: v[i] = T(double(i - 4000) * 1e-40); break;
+    }
+  }
+  v[17] = std::numeric_limits<T>::quiet_NaN();
+  v[2500] = std::numeric_limits<T>::infinity();
+  return v;
+}
+
+std::uint64_t fnv1a(const std::vector<std::uint8_t>& s) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (std::uint8_t c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+TYPED_TEST(Szx, StreamBytesPinned) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({5000});
+  const auto in = pinned_input<float>();
+  const auto in64 = pinned_input<double>();
+  struct Pin {
+    bool f64;
+    ErrorMode mode;
+    double bound;
+    std::uint32_t block;
+    std::uint64_t hash;
+  };
+  const Pin pins[] = {
+      {false, ErrorMode::REL, 1e-3, 1, 0xd38471faa80c763aull},    {false, ErrorMode::REL, 1e-3, 7, 0x555107dad4fe3303ull},
+      {false, ErrorMode::REL, 1e-3, 128, 0x296b645e29198c19ull},  {false, ErrorMode::REL, 1e-3, 1024, 0xde671d384e1d0468ull},
+      {false, ErrorMode::REL, 1e-6, 64, 0x5ac07a964f21c726ull},   {false, ErrorMode::ABS, 0.5, 128, 0x07711b3910253d7dull},
+      {true, ErrorMode::ABS, 1e-9, 7, 0x80d6ec504b212da4ull},     {true, ErrorMode::ABS, 1e-9, 128, 0x5f77af58c89fe1ccull},
+      {true, ErrorMode::REL, 1e-3, 1000, 0x371fce22d129bcf2ull},  {true, ErrorMode::REL, 1e-12, 4096, 0xb4ffe400866829e6ull},
+  };
+  for (const Pin& p : pins) {
+    const auto s = p.f64 ? szx_round_trip<double>(b, in64, d, p.mode, p.bound, p.block)
+                         : szx_round_trip<float>(b, in, d, p.mode, p.bound, p.block);
+    EXPECT_EQ(fnv1a(s), p.hash) << (p.f64 ? "f64 " : "f32 ") << to_string(p.mode) << " " << p.bound << " block "
+                                << p.block << std::hex << ": 0x" << fnv1a(s);
+  }
+}
 
 // ---- Hostile streams: rebuilt with valid checksums so the SZx decoder's own
 // checks, not the container's CRC, must catch them.

@@ -19,10 +19,15 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 
 #include "portable/quantize/prequant.hpp"
+
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#endif
 
 namespace ksz::szx {
 
@@ -131,23 +136,6 @@ KOKKOS_INLINE_FUNCTION int clz64(std::uint64_t x) {  // x != 0
 #endif
 }
 
-#ifndef __CUDA_ARCH__
-// Host fast path: the m (0..8) low bytes of c as one unaligned big-endian
-// 8-byte store / load, so the per-value byte count costs no branch. Only
-// used where 8 bytes from p stay inside memory the caller owns.
-inline void store_be(std::uint8_t* p, std::uint64_t c, int m) {
-  std::uint64_t w = m > 0 ? c << (64 - 8 * m) : 0;
-  w = __builtin_bswap64(w);
-  std::memcpy(p, &w, 8);
-}
-inline std::uint64_t load_be(const std::uint8_t* p, int m) {
-  std::uint64_t w;
-  std::memcpy(&w, p, 8);
-  w = __builtin_bswap64(w);
-  return m > 0 ? w >> (64 - 8 * m) : 0;
-}
-#endif
-
 // Identical leading bytes of two codes of `nbytes` bytes, at most 3 (2-bit code).
 template <class U>
 KOKKOS_INLINE_FUNCTION int leading_bytes(U a, U b, int nbytes) {
@@ -242,7 +230,7 @@ KOKKOS_INLINE_FUNCTION BlockPlan<T> plan_block(const In& x, std::uint64_t begin,
 template <class T, class In, class Bytes>
 KOKKOS_INLINE_FUNCTION void encode_block(const In& x, std::uint64_t begin, std::uint32_t len, int len_bits, T med,
                                          const Bytes& lead, std::uint64_t lead_off, const Bytes& mid,
-                                         std::uint64_t mid_off, std::uint64_t mid_end) {
+                                         std::uint64_t mid_off) {
   using U = typename Bits<T>::U;
   const int nbytes = bytes_of(len_bits), shift = Bits<T>::kTotal - len_bits;
   U prev = 0;
@@ -255,14 +243,6 @@ KOKKOS_INLINE_FUNCTION void encode_block(const In& x, std::uint64_t begin, std::
       lead(lead_off + i / 4) = acc;
       acc = 0;
     }
-#ifndef __CUDA_ARCH__
-    if (mid_off + 8 <= mid_end) {  // the 8-byte store stays inside this block
-      store_be(&mid(mid_off), static_cast<std::uint64_t>(c), nbytes - l);
-      mid_off += static_cast<std::uint64_t>(nbytes - l);
-      prev = c;
-      continue;
-    }
-#endif
     for (int k = l; k < nbytes; ++k) mid(mid_off++) = static_cast<std::uint8_t>(c >> (8 * (nbytes - 1 - k)));
     prev = c;
   }
@@ -276,25 +256,6 @@ KOKKOS_INLINE_FUNCTION bool count_mid(const Bytes& lead, std::uint64_t lead_off,
   const int nbytes = bytes_of(len_bits);
   mid = 0;
   bool ok = true;
-#ifndef __CUDA_ARCH__
-  // Host: four codes per byte at once (the loop vectorizes); the unused
-  // fields of a last partial byte are masked off, as the loop below never reads them.
-  const std::uint32_t full = len / 4, rest = len % 4;
-  std::uint32_t sum = 0, over = 0;
-  const std::uint32_t nb = static_cast<std::uint32_t>(nbytes);
-  for (std::uint32_t j = 0; j <= full; ++j) {
-    std::uint32_t b = j < full ? lead(lead_off + j) : 0;
-    if (j == full && rest) b = lead(lead_off + j) & (0xFFu << (8 - 2 * rest)) & 0xFFu;
-    const std::uint32_t f0 = b >> 6, f1 = (b >> 4) & 3, f2 = (b >> 2) & 3, f3 = b & 3;
-    sum += f0 + f1 + f2 + f3;
-    over |= (f0 > nb) | (f1 > nb) | (f2 > nb) | (f3 > nb);
-  }
-  if (over == 0) {
-    mid = static_cast<std::uint64_t>(nb) * len - sum;
-    return true;
-  }
-  // An impossible code: fall through to the exact per-value count.
-#endif
   for (std::uint32_t i = 0; i < len; ++i) {
     const int l = (lead(lead_off + i / 4) >> (6 - 2 * (i & 3))) & 3;
     ok = ok && l <= nbytes;
@@ -315,88 +276,259 @@ KOKKOS_INLINE_FUNCTION void decode_block(const Bytes& lead, std::uint64_t lead_o
   for (std::uint32_t i = 0; i < len; ++i) {
     const int l = (lead(lead_off + i / 4) >> (6 - 2 * (i & 3))) & 3;
     // The l leading bytes come from the previous value, the rest from mid.
-    U c;
-#ifndef __CUDA_ARCH__
-    if (mid_off + 8 <= mid.extent(0)) {
-      const int m = nbytes - l;
-      const U keep = 8 * m >= Bits<T>::kTotal ? U(0) : ~((U(1) << (8 * m)) - 1);
-      c = (prev & keep) | static_cast<U>(load_be(&mid(mid_off), m));
-      mid_off += static_cast<std::uint64_t>(m);
-    } else
-#endif
-    {
-      c = l > 0 ? prev >> (8 * (nbytes - l)) : U(0);
-      for (int k = l; k < nbytes; ++k) c = (c << 8) | static_cast<U>(mid(mid_off++));
-    }
+    U c = l > 0 ? prev >> (8 * (nbytes - l)) : U(0);
+    for (int k = l; k < nbytes; ++k) c = (c << 8) | static_cast<U>(mid(mid_off++));
     out(begin + i) = value_of<T>(c, med, shift);
     prev = c;
   }
 }
 
-#ifndef __CUDA_ARCH__
-// ---- Host fast paths of plan_block and encode_block: the same decisions and
-// bytes (tests compare them with the team layout and the golden streams),
-// written as loops without early exits or loop-carried state so that they
-// vectorize: min/max as SIMD reductions, each value's predecessor code
-// recomputed instead of carried, the bound check and leading-byte count
-// branch-free. (1 thread, 256^3 f32 REL 1e-3: perf/NOTES.md.)
-#if defined(_OPENMP)
-#define KSZ_SIMD_PRAGMA(x) _Pragma(x)
-#else
-#define KSZ_SIMD_PRAGMA(x)
+// ---- Host fast path of the thread-per-block layout (section V-A on CPUs):
+// the same decisions and bytes as plan_block / encode_block / decode_block
+// above, on raw pointers, in short loops over a block a compiler can
+// vectorize (min/max, codes, leading-byte counts), with the serial mid-byte
+// chain branch-free. Only host execution spaces take it; devices keep the code
+// above. Tests pin the bytes: the team layout (which does not take this path)
+// and the stream hashes of tests/szx (StreamBytesPinned).
+
+template <class ExecSpace>
+inline constexpr bool kHostPath = std::is_same<typename ExecSpace::memory_space, Kokkos::HostSpace>::value;
+
+namespace host {
+
+// Lanes of the min/max loop: enough independent accumulators for the
+// compiler to fill vector registers.
+constexpr std::uint32_t kLanes = 16;
+
+inline std::uint32_t bswap(std::uint32_t x) { return __builtin_bswap32(x); }
+inline std::uint64_t bswap(std::uint64_t x) { return __builtin_bswap64(x); }
+
+// The m low bytes of c, most significant first, as one sizeof(U)-byte store
+// (the bytes after the m are overwritten by the next values); the caller owns
+// sizeof(U) bytes at p. Each shift is split in two halves so that it stays
+// below the width for every m in 0..sizeof(U), without a branch or a mask.
+template <class U>
+inline void put_be(std::uint8_t* p, U c, int m) {
+  const int h = 4 * (int(sizeof(U)) - m);
+  U w = static_cast<U>(static_cast<U>(c << h) << h);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  w = bswap(w);
 #endif
-
-// within() without branches: the same answer for every input.
-inline bool within_nb(double a, double b, double e) {
-  const double s = a - b, m = ::fabs(s);
-  const double bb = s - a;
-  const double err = (a - (s - bb)) + (-b - bb);
-  return (m < e) | ((m == e) & (err == 0));
+  std::memcpy(p, &w, sizeof(U));
 }
-
-// leading_bytes(a, b, nbytes) of x = a ^ b from per-block masks: the top 1, 2
-// and 3 bytes of the nbytes-byte code, each counted only if the code has them.
+// The inverse: m bytes at p, most significant first; sizeof(U) bytes readable.
 template <class U>
-struct LeadMasks {
-  U m1, m2, m3;
-  U en2, en3;
-};
-template <class U>
-inline LeadMasks<U> lead_masks(int nbytes) {
-  LeadMasks<U> m;
-  m.m1 = static_cast<U>(U(0xff) << (8 * (nbytes - 1)));
-  m.m2 = nbytes >= 2 ? static_cast<U>(U(0xffff) << (8 * (nbytes - 2))) : U(0);
-  m.m3 = nbytes >= 3 ? static_cast<U>(U(0xffffff) << (8 * (nbytes - 3))) : U(0);
-  m.en2 = nbytes >= 2 ? U(1) : U(0);
-  m.en3 = nbytes >= 3 ? U(1) : U(0);
-  return m;
-}
-template <class U>
-inline U lead_count(U x, const LeadMasks<U>& m) {
-  return U((x & m.m1) == 0) + (U((x & m.m2) == 0) & m.en2) + (U((x & m.m3) == 0) & m.en3);
-}
-
-#if defined(__GNUC__)
-#define KSZ_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define KSZ_ALWAYS_INLINE inline
+inline U get_be(const std::uint8_t* p, int m) {
+  const int h = 4 * (int(sizeof(U)) - m);
+  U w;
+  std::memcpy(&w, p, sizeof(U));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  w = bswap(w);
 #endif
+  return static_cast<U>((w >> h) >> h);
+}
 
 template <class T>
-KSZ_ALWAYS_INLINE BlockPlan<T> plan_block_body(const T* x, std::uint32_t len, double e) {
-  using U = typename Bits<T>::U;
-  BlockPlan<T> p{kVerbatim, T(0), 0};
-  T mn = x[0], mx = x[0];
-  int nonfinite = 0;
-  KSZ_SIMD_PRAGMA("omp simd reduction(min:mn) reduction(max:mx) reduction(|:nonfinite)")
+struct MinMax {
+  T mn, mx;
+  bool finite;
+};
+// Min, max and finiteness of a block. Finite values have one min and one max
+// up to the sign of zero, which block_head makes canonical, so the lane order
+// does not change the result (nor what a NaN does to min/max: it makes the
+// block verbatim).
+template <class T>
+inline MinMax<T> min_max(const T* x, std::uint32_t len) {
+  T mn[kLanes], mx[kLanes], z[kLanes];
+  for (std::uint32_t j = 0; j < kLanes; ++j) {
+    mn[j] = x[0];
+    mx[j] = x[0];
+    z[j] = 0;
+  }
+  std::uint32_t i = 0;
+  for (; i + kLanes <= len; i += kLanes)
+    for (std::uint32_t j = 0; j < kLanes; ++j) {
+      const T v = x[i + j];
+      mn[j] = v < mn[j] ? v : mn[j];
+      mx[j] = v > mx[j] ? v : mx[j];
+      z[j] += v - v;  // stays 0 while finite; NaN from the first NaN or Inf on
+    }
+  for (; i < len; ++i) {
+    const T v = x[i];
+    mn[0] = v < mn[0] ? v : mn[0];
+    mx[0] = v > mx[0] ? v : mx[0];
+    z[0] += v - v;
+  }
+  for (std::uint32_t j = 1; j < kLanes; ++j) {
+    mn[0] = mn[j] < mn[0] ? mn[j] : mn[0];
+    mx[0] = mx[j] > mx[0] ? mx[j] : mx[0];
+    z[0] += z[j];
+  }
+  return {mn[0], mx[0], z[0] == 0};
+}
+
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+// SSE2 (the x86-64 baseline) for the loop above: compilers do not vectorize a
+// float min/max without -ffinite-math-only. Four vectors per step; NaNs are
+// caught by an unordered compare, infinities by the final min and max.
+template <class T>
+struct Sse2;
+template <>
+struct Sse2<float> {
+  using V = __m128;
+  static constexpr std::uint32_t kWidth = 4;
+  static V set1(float a) { return _mm_set1_ps(a); }
+  static V load(const float* p) { return _mm_loadu_ps(p); }
+  static void store(float* p, V v) { _mm_storeu_ps(p, v); }
+  static V min(V a, V b) { return _mm_min_ps(a, b); }
+  static V max(V a, V b) { return _mm_max_ps(a, b); }
+  static V unordered(V a, V b) { return _mm_cmpunord_ps(a, b); }
+  static V or_(V a, V b) { return _mm_or_ps(a, b); }
+  static V zero() { return _mm_setzero_ps(); }
+  static bool any(V a) { return _mm_movemask_ps(a) != 0; }
+};
+template <>
+struct Sse2<double> {
+  using V = __m128d;
+  static constexpr std::uint32_t kWidth = 2;
+  static V set1(double a) { return _mm_set1_pd(a); }
+  static V load(const double* p) { return _mm_loadu_pd(p); }
+  static void store(double* p, V v) { _mm_storeu_pd(p, v); }
+  static V min(V a, V b) { return _mm_min_pd(a, b); }
+  static V max(V a, V b) { return _mm_max_pd(a, b); }
+  static V unordered(V a, V b) { return _mm_cmpunord_pd(a, b); }
+  static V or_(V a, V b) { return _mm_or_pd(a, b); }
+  static V zero() { return _mm_setzero_pd(); }
+  static bool any(V a) { return _mm_movemask_pd(a) != 0; }
+};
+template <class T>
+inline MinMax<T> min_max_sse2(const T* x, std::uint32_t len) {
+  using S = Sse2<T>;
+  constexpr std::uint32_t kStep = 4 * S::kWidth;
+  typename S::V mn[4], mx[4], nan = S::zero();
+  for (int j = 0; j < 4; ++j) mn[j] = mx[j] = S::set1(x[0]);
+  std::uint32_t i = 0;
+  for (; i + kStep <= len; i += kStep)
+    for (std::uint32_t j = 0; j < 4; ++j) {
+      const typename S::V v = S::load(x + i + j * S::kWidth);
+      mn[j] = S::min(mn[j], v);
+      mx[j] = S::max(mx[j], v);
+      nan = S::or_(nan, S::unordered(v, v));
+    }
+  T a[kStep], b[kStep];
+  for (std::uint32_t j = 0; j < 4; ++j) {
+    S::store(a + j * S::kWidth, mn[j]);
+    S::store(b + j * S::kWidth, mx[j]);
+  }
+  T lo = a[0], hi = b[0];
+  bool finite = !S::any(nan);
+  for (std::uint32_t j = 1; j < kStep; ++j) {
+    lo = a[j] < lo ? a[j] : lo;
+    hi = b[j] > hi ? b[j] : hi;
+  }
+  for (; i < len; ++i) {
+    const T v = x[i];
+    finite = finite && (v == v);
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+  }
+  return {lo, hi, finite && (lo - lo == 0) && (hi - hi == 0)};
+}
+inline MinMax<float> min_max(const float* x, std::uint32_t len) { return min_max_sse2(x, len); }
+inline MinMax<double> min_max(const double* x, std::uint32_t len) { return min_max_sse2(x, len); }
+#endif
+
+// A bound in T under which |x - value|, computed in T, proves within(x,
+// value, e): f32 keeps a 2^-20 margin for its own rounding (and only exact
+// hits below FLT_MIN, where converting e could round up); f64 is within()'s
+// own first test.
+inline float fast_bound(double e, float) {
+  if (!(e >= static_cast<double>(std::numeric_limits<float>::min()))) return 0.0f;
+  const double s = e * (1.0 - 0x1p-20);
+  const double top = static_cast<double>(std::numeric_limits<float>::max());
+  return static_cast<float>(s < top ? s : top);
+}
+inline double fast_bound(double e, double) { return e > 0 ? std::nextafter(e, 0.0) : 0.0; }
+
+// codes[0] = 0 and codes[i + 1] = code_of(x[i]). With Check, returns whether
+// every value passes the fast test, which proves the bound; a block that
+// fails it gets the exact test.
+template <class T, bool Check>
+inline bool codes_of(const T* x, std::uint32_t len, T med, int shift, double e, typename Bits<T>::U* codes) {
+  const T ef = Check ? fast_bound(e, T()) : T(0);
+  int far = 0;
+  codes[0] = 0;
   for (std::uint32_t i = 0; i < len; ++i) {
     const T v = x[i];
-    nonfinite |= !(v - v == T(0));
-    mn = v < mn ? v : mn;  // exact, so any order gives the same ends (zero's sign: block_head)
-    mx = v > mx ? v : mx;
+    const typename Bits<T>::U c = code_of<T>(v, med, shift);
+    codes[i + 1] = c;
+    if constexpr (Check) {
+      const T d = v - value_of<T>(c, med, shift);
+      far |= !((d < 0 ? -d : d) <= ef);
+    }
   }
-  if (nonfinite) return p;
-  const BlockHead<T> hd = block_head<T>(mn, mx, e);
+  return far == 0;
+}
+
+#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
+// f64 with the check in SSE2: without SSE4.2's 64-bit compares compilers
+// leave the loop above scalar. Same operations, two values at a time.
+template <>
+inline bool codes_of<double, true>(const double* x, std::uint32_t len, double med, int shift, double e,
+                                   std::uint64_t* codes) {
+  const double efs = fast_bound(e, 0.0);
+  const __m128d vm = _mm_set1_pd(med), ef = _mm_set1_pd(efs);
+  const __m128d abs_mask = _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffll));
+  const __m128i sh = _mm_cvtsi32_si128(shift);
+  __m128d far = _mm_setzero_pd();
+  codes[0] = 0;
+  std::uint32_t i = 0;
+  for (; i + 2 <= len; i += 2) {
+    const __m128d v = _mm_loadu_pd(x + i);
+    const __m128i c = _mm_srl_epi64(_mm_castpd_si128(_mm_sub_pd(v, vm)), sh);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i + 1), c);
+    const __m128d d = _mm_sub_pd(v, _mm_add_pd(vm, _mm_castsi128_pd(_mm_sll_epi64(c, sh))));
+    far = _mm_or_pd(far, _mm_cmpnle_pd(_mm_and_pd(d, abs_mask), ef));  // NaN too
+  }
+  bool ok = _mm_movemask_pd(far) == 0;
+  for (; i < len; ++i) {
+    const std::uint64_t c = code_of<double>(x[i], med, shift);
+    codes[i + 1] = c;
+    const double d = x[i] - value_of<double>(c, med, shift);
+    ok = ok && (d < 0 ? -d : d) <= efs;
+  }
+  return ok;
+}
+#endif
+
+// leading_bytes(a, b, nbytes) as three compares on the top three bytes of
+// the code field (all a 2-bit count can see), in 32 bits for both types:
+// (a ^ b) >> shift < cut_k iff the codes share at least k leading bytes
+// (k <= min(nbytes, 3); cut 0 is never met). nbytes >= 2 for every kind
+// (kSignExp >= 9 bits).
+template <class U>
+struct Cuts {
+  int shift;
+  std::uint32_t t1, t2, t3;
+  explicit Cuts(int nbytes) : shift(nbytes > 3 ? 8 * (nbytes - 3) : 0) {
+    const int top = nbytes > 3 ? 3 : nbytes;
+    t1 = std::uint32_t(1) << (8 * (top - 1));
+    t2 = std::uint32_t(1) << (8 * (top - 2));
+    t3 = top == 3 ? 1 : 0;
+  }
+  int lead(U x) const {
+    const std::uint32_t y = static_cast<std::uint32_t>(x >> shift);
+    return int(y < t1) + int(y < t2) + int(y < t3);
+  }
+};
+
+template <class T>
+inline BlockPlan<T> plan_block(const T* x, std::uint32_t len, double e) {
+  using U = typename Bits<T>::U;
+  BlockPlan<T> p{kVerbatim, T(0), 0};
+  const MinMax<T> r = min_max(x, len);
+  if (!r.finite) return p;
+  const BlockHead<T> hd = block_head<T>(r.mn, r.mx, e);
   if (hd.constant) {
     p.kind = kConstant;
     p.median = hd.median;
@@ -404,104 +536,114 @@ KSZ_ALWAYS_INLINE BlockPlan<T> plan_block_body(const T* x, std::uint32_t len, do
   }
   const T med = hd.median;
   const int nbytes = bytes_of(hd.len_bits), shift = Bits<T>::kTotal - hd.len_bits;
-  const LeadMasks<U> lm = lead_masks<U>(nbytes);
-  const U c0 = code_of<T>(x[0], med, shift);
-  int bad = !within_nb(static_cast<double>(x[0]), static_cast<double>(value_of<T>(c0, med, shift)), e);
-  std::uint64_t lead = lead_count<U>(c0, lm);
-  KSZ_SIMD_PRAGMA("omp simd reduction(|:bad) reduction(+:lead)")
-  for (std::uint32_t i = 1; i < len; ++i) {
-    const T v = x[i];
-    const U c = code_of<T>(v, med, shift), pc = code_of<T>(x[i - 1], med, shift);
-    bad |= !within_nb(static_cast<double>(v), static_cast<double>(value_of<T>(c, med, shift)), e);
-    lead += lead_count<U>(c ^ pc, lm);
-  }
-  if (bad) return p;
+  U codes[kMaxBlock + 1];
+  if (!codes_of<T, true>(x, len, med, shift, e, codes))
+    for (std::uint32_t i = 0; i < len; ++i)
+      if (!within(static_cast<double>(x[i]), static_cast<double>(value_of<T>(codes[i + 1], med, shift)), e)) return p;
+  const Cuts<U> cut(nbytes);
+  std::uint32_t lead = 0;
+  for (std::uint32_t i = 0; i < len; ++i) lead += static_cast<std::uint32_t>(cut.lead(codes[i + 1] ^ codes[i]));
   p.kind = static_cast<std::uint8_t>(hd.len_bits);
   p.median = med;
-  p.mid_bytes = static_cast<std::uint64_t>(nbytes) * len - lead;
+  p.mid_bytes = std::uint64_t(len) * static_cast<std::uint64_t>(nbytes) - lead;
   return p;
 }
 
+// encode_block: lead gets (len + 3) / 4 bytes, mid the block's mid-bytes (the
+// bytes after them may be another thread's).
 template <class T>
-KSZ_ALWAYS_INLINE void encode_block_body(const T* x, std::uint32_t len, int len_bits, T med, std::uint8_t* lead,
-                                         std::uint8_t* mid, const std::uint8_t* mid_end) {
+inline void encode_block(const T* x, std::uint32_t len, int len_bits, T med, std::uint8_t* lead, std::uint8_t* mid) {
   using U = typename Bits<T>::U;
   const int nbytes = bytes_of(len_bits), shift = Bits<T>::kTotal - len_bits;
-  const LeadMasks<U> lm = lead_masks<U>(nbytes);
-  U c[kMaxBlock];
-  std::uint8_t l[kMaxBlock + 3];
-  KSZ_SIMD_PRAGMA("omp simd")
-  for (std::uint32_t i = 0; i < len; ++i) c[i] = code_of<T>(x[i], med, shift);
-  l[0] = static_cast<std::uint8_t>(lead_count<U>(c[0], lm));
-  KSZ_SIMD_PRAGMA("omp simd")
-  for (std::uint32_t i = 1; i < len; ++i) l[i] = static_cast<std::uint8_t>(lead_count<U>(c[i] ^ c[i - 1], lm));
-  l[len] = l[len + 1] = l[len + 2] = 0;
+  U codes[kMaxBlock + 1];
+  std::uint8_t lb[kMaxBlock + 3];
+  codes_of<T, false>(x, len, med, shift, 0.0, codes);
+  const Cuts<U> cut(nbytes);
+  for (std::uint32_t i = 0; i < len; ++i) lb[i] = static_cast<std::uint8_t>(cut.lead(codes[i + 1] ^ codes[i]));
+  lb[len] = lb[len + 1] = lb[len + 2] = 0;
   for (std::uint32_t j = 0; 4 * j < len; ++j)
-    lead[j] = static_cast<std::uint8_t>((l[4 * j] << 6) | (l[4 * j + 1] << 4) | (l[4 * j + 2] << 2) | l[4 * j + 3]);
-  for (std::uint32_t i = 0; i < len; ++i) {
-    const int m = nbytes - l[i];
-    if (mid + 8 <= mid_end) {  // the 8-byte store stays inside this block
-      store_be(mid, static_cast<std::uint64_t>(c[i]), m);
-    } else {
-      for (int k = 0; k < m; ++k) mid[k] = static_cast<std::uint8_t>(static_cast<std::uint64_t>(c[i]) >> (8 * (m - 1 - k)));
-    }
+    lead[j] = static_cast<std::uint8_t>(lb[4 * j] << 6 | lb[4 * j + 1] << 4 | lb[4 * j + 2] << 2 | lb[4 * j + 3]);
+  // Values before `safe` have sizeof(U) bytes of this block from their
+  // position on: one full-width store each; the last few go byte by byte.
+  std::uint32_t safe = len;
+  for (std::uint32_t tail = 0; safe > 0 && tail < sizeof(U);) tail += static_cast<std::uint32_t>(nbytes - lb[--safe]);
+  for (std::uint32_t i = 0; i < safe; ++i) {
+    const int m = nbytes - lb[i];
+    put_be<U>(mid, codes[i + 1], m);
+    mid += m;
+  }
+  for (std::uint32_t i = safe; i < len; ++i) {
+    const U c = codes[i + 1];
+    const int m = nbytes - lb[i];
+    for (int k = 0; k < m; ++k) mid[k] = static_cast<std::uint8_t>(c >> (8 * (m - 1 - k)));
     mid += m;
   }
 }
 
-// Baseline builds target the oldest x86-64 (SSE2), where these loops gain
-// little; on CPUs with AVX2 (checked once at run time) the same bodies are
-// compiled for it. No FMA is enabled and the build is ISO C++ (no
-// contraction), so both versions compute the same values and write the same
-// bytes.
-template <class T>
-BlockPlan<T> plan_block_base(const T* x, std::uint32_t len, double e) {
-  return plan_block_body<T>(x, len, e);
+// Sum of the len 2-bit leading codes at lead; false if one exceeds nbytes
+// (count_mid's check). Eight bytes (32 codes) at a time.
+inline bool lead_sum(const std::uint8_t* lead, std::uint32_t len, int nbytes, std::uint64_t& sum) {
+  constexpr std::uint64_t k55 = 0x5555555555555555ull, k33 = 0x3333333333333333ull, k0f = 0x0f0f0f0f0f0f0f0full;
+  std::uint64_t s = 0, over = 0;
+  std::uint32_t i = 0;
+  // Only nbytes == 2 can be exceeded by a code (3) for any kind a stream may hold.
+  for (; i + 32 <= len && nbytes >= 2; i += 32, lead += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, lead, 8);
+    if (nbytes == 2) over |= w & (w >> 1) & k55;
+    std::uint64_t t = (w & k33) + ((w >> 2) & k33);
+    t = (t + (t >> 4)) & k0f;
+    s += (t * 0x0101010101010101ull) >> 56;
+  }
+  bool ok = over == 0;
+  for (std::uint32_t k = 0; i < len; ++i, ++k) {
+    const int l = (lead[k / 4] >> (6 - 2 * (k & 3))) & 3;
+    ok = ok && l <= nbytes;
+    s += static_cast<std::uint64_t>(l);
+  }
+  sum = s;
+  return ok;
 }
-template <class T>
-void encode_block_base(const T* x, std::uint32_t len, int len_bits, T med, std::uint8_t* lead, std::uint8_t* mid,
-                       const std::uint8_t* mid_end) {
-  encode_block_body<T>(x, len, len_bits, med, lead, mid, mid_end);
-}
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__CUDACC__) && !defined(__AVX2__)
-#define KSZ_SZX_AVX2 1
-template <class T>
-__attribute__((target("avx2"))) BlockPlan<T> plan_block_avx2(const T* x, std::uint32_t len, double e) {
-  return plan_block_body<T>(x, len, e);
-}
-template <class T>
-__attribute__((target("avx2"))) void encode_block_avx2(const T* x, std::uint32_t len, int len_bits, T med,
-                                                       std::uint8_t* lead, std::uint8_t* mid,
-                                                       const std::uint8_t* mid_end) {
-  encode_block_body<T>(x, len, len_bits, med, lead, mid, mid_end);
-}
-inline bool host_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
-#endif
 
+// decode_block: the block's mid-bytes are [mid, mid_block_end), of an array
+// ending at mid_end (full-width loads need sizeof(U) readable bytes).
 template <class T>
-using PlanFn = BlockPlan<T> (*)(const T*, std::uint32_t, double);
-template <class T>
-using EncodeFn = void (*)(const T*, std::uint32_t, int, T, std::uint8_t*, std::uint8_t*, const std::uint8_t*);
-template <class T>
-PlanFn<T> plan_block_host() {
-#ifdef KSZ_SZX_AVX2
-  if (host_has_avx2()) return &plan_block_avx2<T>;
-#endif
-  return &plan_block_base<T>;
+inline void decode_block(const std::uint8_t* lead, const std::uint8_t* mid, const std::uint8_t* mid_block_end,
+                         const std::uint8_t* mid_end, std::uint32_t len, int len_bits, T med, T* out) {
+  using U = typename Bits<T>::U;
+  const int nbytes = bytes_of(len_bits), shift = Bits<T>::kTotal - len_bits;
+  std::uint8_t ms[kMaxBlock + 3];  // mid-bytes per value
+  for (std::uint32_t j = 0; 4 * j < len; ++j) {
+    const int b = lead[j];
+    ms[4 * j] = static_cast<std::uint8_t>(nbytes - (b >> 6));
+    ms[4 * j + 1] = static_cast<std::uint8_t>(nbytes - ((b >> 4) & 3));
+    ms[4 * j + 2] = static_cast<std::uint8_t>(nbytes - ((b >> 2) & 3));
+    ms[4 * j + 3] = static_cast<std::uint8_t>(nbytes - (b & 3));
+  }
+  U keep[sizeof(U) + 1];  // a value keeps its predecessor's bytes above its m mid-bytes
+  for (int m = 0; m <= int(sizeof(U)); ++m) keep[m] = m == int(sizeof(U)) ? U(0) : static_cast<U>(~U(0) << (8 * m));
+  U codes[kMaxBlock];
+  U prev = 0;
+  if (mid_block_end + sizeof(U) <= mid_end) {
+    for (std::uint32_t i = 0; i < len; ++i) {
+      const int m = ms[i];
+      prev = (prev & keep[m]) | get_be<U>(mid, m);
+      mid += m;
+      codes[i] = prev;
+    }
+  } else {
+    for (std::uint32_t i = 0; i < len; ++i) {
+      const int m = ms[i];
+      U c = prev & keep[m];
+      for (int k = 0; k < m; ++k) c |= static_cast<U>(U(mid[k]) << (8 * (m - 1 - k)));
+      mid += m;
+      codes[i] = prev = c;
+    }
+  }
+  for (std::uint32_t i = 0; i < len; ++i) out[i] = value_of<T>(codes[i], med, shift);
 }
-template <class T>
-EncodeFn<T> encode_block_host() {
-#ifdef KSZ_SZX_AVX2
-  if (host_has_avx2()) return &encode_block_avx2<T>;
-#endif
-  return &encode_block_base<T>;
-}
-#undef KSZ_SIMD_PRAGMA
-#undef KSZ_ALWAYS_INLINE
-#endif
+
+}  // namespace host
 
 // ---- Parallel patterns over blocks: one thread per block (the CPU layout of
 // section V-A); every block's output position comes from prefix scans, so the
@@ -535,27 +677,23 @@ void plan(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::mem
           Kokkos::View<T*, typename ExecSpace::memory_space> medians,
           Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> mid_count) {
   const std::uint64_t n = in.extent(0), nb = kinds.extent(0);
-#ifndef __CUDA_ARCH__  // (the host fast paths exist in nvcc's host pass only)
-  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible) {
+  if constexpr (kHostPath<ExecSpace>) {
     const T* x = in.data();
-    const PlanFn<T> plan_block_fn = plan_block_host<T>();
+    Kokkos::parallel_for("ksz::szx::plan", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), [=](const std::uint64_t b) {
+      const BlockPlan<T> p = host::plan_block<T>(x + b * block, block_len(b, n, block), bound);
+      kinds(b) = p.kind;
+      medians(b) = p.median;
+      mid_count(b) = p.mid_bytes;
+    });
+  } else {
     Kokkos::parallel_for(
-        "ksz::szx::plan_host", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), [=](const std::uint64_t b) {
-          const BlockPlan<T> p = plan_block_fn(x + b * block, block_len(b, n, block), bound);
+        "ksz::szx::plan", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), KOKKOS_LAMBDA(const std::uint64_t b) {
+          const BlockPlan<T> p = plan_block<T>(in, b * block, block_len(b, n, block), bound);
           kinds(b) = p.kind;
           medians(b) = p.median;
           mid_count(b) = p.mid_bytes;
         });
-    return;
   }
-#endif
-  Kokkos::parallel_for(
-      "ksz::szx::plan", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), KOKKOS_LAMBDA(const std::uint64_t b) {
-        const BlockPlan<T> p = plan_block<T>(in, b * block, block_len(b, n, block), bound);
-        kinds(b) = p.kind;
-        medians(b) = p.median;
-        mid_count(b) = p.mid_bytes;
-      });
 }
 
 // Compression pass 2: leading codes, mid-bytes and verbatim values at their offsets.
@@ -570,36 +708,29 @@ void encode(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::m
             Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> mid,
             Kokkos::View<T*, typename ExecSpace::memory_space> verb) {
   const std::uint64_t n = in.extent(0), nb = kinds.extent(0);
-#ifndef __CUDA_ARCH__
-  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible) {
+  if constexpr (kHostPath<ExecSpace>) {
     const T* x = in.data();
-    std::uint8_t* const lead_p = lead.data();
-    std::uint8_t* const mid_p = mid.data();
-    const EncodeFn<T> encode_block_fn = encode_block_host<T>();
+    Kokkos::parallel_for("ksz::szx::encode", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), [=](const std::uint64_t b) {
+      const std::uint8_t k = kinds(b);
+      const std::uint32_t len = block_len(b, n, block);
+      if (k == kVerbatim) {
+        std::memcpy(verb.data() + verb_off(b), x + b * block, len * sizeof(T));
+      } else if (k != kConstant) {
+        host::encode_block<T>(x + b * block, len, k, medians(b), lead.data() + lead_off(b), mid.data() + mid_off(b));
+      }
+    });
+  } else {
     Kokkos::parallel_for(
-        "ksz::szx::encode_host", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), [=](const std::uint64_t b) {
+        "ksz::szx::encode", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), KOKKOS_LAMBDA(const std::uint64_t b) {
           const std::uint8_t k = kinds(b);
           const std::uint32_t len = block_len(b, n, block);
           if (k == kVerbatim) {
-            for (std::uint32_t i = 0; i < len; ++i) verb(verb_off(b) + i) = x[b * block + i];
+            for (std::uint32_t i = 0; i < len; ++i) verb(verb_off(b) + i) = in(b * block + i);
           } else if (k != kConstant) {
-            encode_block_fn(x + b * block, len, k, medians(b), lead_p + lead_off(b), mid_p + mid_off(b),
-                            mid_p + mid_off(b + 1));
+            encode_block<T>(in, b * block, len, k, medians(b), lead, lead_off(b), mid, mid_off(b));
           }
         });
-    return;
   }
-#endif
-  Kokkos::parallel_for(
-      "ksz::szx::encode", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), KOKKOS_LAMBDA(const std::uint64_t b) {
-        const std::uint8_t k = kinds(b);
-        const std::uint32_t len = block_len(b, n, block);
-        if (k == kVerbatim) {
-          for (std::uint32_t i = 0; i < len; ++i) verb(verb_off(b) + i) = in(b * block + i);
-        } else if (k != kConstant) {
-          encode_block<T>(in, b * block, len, k, medians(b), lead, lead_off(b), mid, mid_off(b), mid_off(b + 1));
-        }
-      });
 }
 
 // Decompression check: every kind byte is one the compressor writes.
@@ -641,6 +772,28 @@ struct CountMidBytes {
   }
 };
 
+// The same on host execution spaces, eight code bytes at a time.
+struct CountMidBytesHost {
+  std::uint64_t n;
+  std::uint32_t block;
+  Kokkos::View<const std::uint8_t*, Kokkos::HostSpace> kinds;
+  Kokkos::View<const std::uint64_t*, Kokkos::HostSpace> lead_off;
+  Kokkos::View<const std::uint8_t*, Kokkos::HostSpace> lead;
+  Kokkos::View<std::uint64_t*, Kokkos::HostSpace> mid_count;
+  void operator()(const std::uint64_t b, std::uint64_t& acc) const {
+    const std::uint8_t k = kinds(b);
+    std::uint64_t m = 0;
+    if (is_coded(k)) {
+      const std::uint32_t len = block_len(b, n, block);
+      const int nbytes = bytes_of(k);
+      std::uint64_t sum = 0;
+      if (host::lead_sum(lead.data() + lead_off(b), len, nbytes, sum)) m = std::uint64_t(len) * nbytes - sum;
+      else acc += 1;
+    }
+    mid_count(b) = m;
+  }
+};
+
 template <class ExecSpace>
 std::uint64_t count_mid_bytes(const ExecSpace& space, std::uint64_t n, std::uint32_t block,
                               Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> kinds,
@@ -648,9 +801,13 @@ std::uint64_t count_mid_bytes(const ExecSpace& space, std::uint64_t n, std::uint
                               Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> lead,
                               Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> mid_count) {
   std::uint64_t bad = 0;
-  Kokkos::parallel_reduce("ksz::szx::count_mid", Kokkos::RangePolicy<ExecSpace>(space, 0, kinds.extent(0)),
-                          CountMidBytes<typename ExecSpace::memory_space>{n, block, kinds, lead_off, lead, mid_count},
-                          bad);
+  if constexpr (kHostPath<ExecSpace>)
+    Kokkos::parallel_reduce("ksz::szx::count_mid", Kokkos::RangePolicy<ExecSpace>(space, 0, kinds.extent(0)),
+                            CountMidBytesHost{n, block, kinds, lead_off, lead, mid_count}, bad);
+  else
+    Kokkos::parallel_reduce("ksz::szx::count_mid", Kokkos::RangePolicy<ExecSpace>(space, 0, kinds.extent(0)),
+                            CountMidBytes<typename ExecSpace::memory_space>{n, block, kinds, lead_off, lead, mid_count},
+                            bad);
   return bad;
 }
 
@@ -667,20 +824,39 @@ void decode(const ExecSpace& space, std::uint32_t block,
             Kokkos::View<const T*, typename ExecSpace::memory_space> verb,
             Kokkos::View<T*, typename ExecSpace::memory_space> out) {
   const std::uint64_t n = out.extent(0), nb = kinds.extent(0);
-  Kokkos::parallel_for(
-      "ksz::szx::decode", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), KOKKOS_LAMBDA(const std::uint64_t b) {
-        const std::uint8_t k = kinds(b);
-        const std::uint32_t len = block_len(b, n, block);
-        const std::uint64_t begin = b * block;
-        if (k == kVerbatim) {
-          for (std::uint32_t i = 0; i < len; ++i) out(begin + i) = verb(verb_off(b) + i);
-        } else if (k == kConstant) {
-          const T m = medians(b);
-          for (std::uint32_t i = 0; i < len; ++i) out(begin + i) = m;
-        } else {
-          decode_block<T>(lead, lead_off(b), mid, mid_off(b), len, k, medians(b), out, begin);
-        }
-      });
+  if constexpr (kHostPath<ExecSpace>) {
+    T* y = out.data();
+    const std::uint8_t* mid_end = mid.data() + mid.extent(0);
+    Kokkos::parallel_for("ksz::szx::decode", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), [=](const std::uint64_t b) {
+      const std::uint8_t k = kinds(b);
+      const std::uint32_t len = block_len(b, n, block);
+      T* o = y + b * block;
+      if (k == kVerbatim) {
+        std::memcpy(o, verb.data() + verb_off(b), len * sizeof(T));
+      } else if (k == kConstant) {
+        const T m = medians(b);
+        for (std::uint32_t i = 0; i < len; ++i) o[i] = m;
+      } else {
+        host::decode_block<T>(lead.data() + lead_off(b), mid.data() + mid_off(b), mid.data() + mid_off(b + 1), mid_end,
+                              len, k, medians(b), o);
+      }
+    });
+  } else {
+    Kokkos::parallel_for(
+        "ksz::szx::decode", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), KOKKOS_LAMBDA(const std::uint64_t b) {
+          const std::uint8_t k = kinds(b);
+          const std::uint32_t len = block_len(b, n, block);
+          const std::uint64_t begin = b * block;
+          if (k == kVerbatim) {
+            for (std::uint32_t i = 0; i < len; ++i) out(begin + i) = verb(verb_off(b) + i);
+          } else if (k == kConstant) {
+            const T m = medians(b);
+            for (std::uint32_t i = 0; i < len; ++i) out(begin + i) = m;
+          } else {
+            decode_block<T>(lead, lead_off(b), mid, mid_off(b), len, k, medians(b), out, begin);
+          }
+        });
+  }
 }
 
 // ---- Team per block (the GPU layout of section V-B): a team reduces a block's
