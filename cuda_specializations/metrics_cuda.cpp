@@ -391,6 +391,7 @@ __global__ void __launch_bounds__(kThreads, 2) pattern2_kernel(Elements<T> f, P2
     wacf[warp][k] = 0;
     wacn[warp][k] = 0;
   }
+  __syncwarp();  // lane 0 alone adds to its warp's sums from here on
   // The stencil's sums; the whole P2Acc (41 words) only for the final reduction.
   std::uint64_t pts = 0;
   double d1max = 0, d1sum = 0, d2max = 0, d2sum = 0, dvmax = 0, dvsum = 0, lpmax = 0, lpsum = 0;
