@@ -1,5 +1,6 @@
-// CUDA specialization of the quality engine's pattern 1 (cuZ-Checker section
-// IV): every scalar metric in one read of both arrays. See metrics_cuda.hpp
+// CUDA specializations of the quality engine's three patterns (cuZ-Checker
+// section IV): every scalar metric in one read of both arrays, the stencils
+// and autocorrelation, and SSIM. See metrics_cuda.hpp
 // for the contract (same results as portable/metrics/metrics.hpp's Pattern1).
 #include <cuda_runtime.h>
 
@@ -7,12 +8,15 @@
 #include <limits>
 
 #include "cuda_specializations/metrics_cuda.hpp"
+#include "portable/quantize/prequant.hpp"
 #include "src/core/error.hpp"
 
 namespace ksz::cuda_spec {
 namespace {
 
 using metrics::impl::P1Acc;
+using metrics::impl::P2Acc;
+using metrics::impl::P3Acc;
 
 constexpr int kThreads = 256;
 // 16-byte loads of each array in flight per thread and iteration: with 2
@@ -169,13 +173,64 @@ __device__ __forceinline__ void merge(P1Acc& d, const P1Acc& s) {
   d.sab += s.sab;
 }
 
-// The accumulator is a sequence of 8-byte words (static_assert below); one
-// shuffle pair per word.
-constexpr int kWords = sizeof(P1Acc) / 8;
-static_assert(sizeof(P1Acc) % 8 == 0, "P1Acc must be whole 8-byte words");
+// Identities and merges of the other accumulators, as Pattern2/Pattern3 of
+// portable/metrics/metrics.hpp define them.
+template <class Acc>
+__device__ __forceinline__ Acc identity_of();
+template <>
+__device__ __forceinline__ P1Acc identity_of<P1Acc>() {
+  return identity();
+}
+template <>
+__device__ __forceinline__ P2Acc identity_of<P2Acc>() {
+  P2Acc v;
+  v.pts = 0;
+  v.d1max = v.d1sum = v.d2max = v.d2sum = v.dvmax = v.dvsum = v.lpmax = v.lpsum = 0;
+  for (int k = 0; k < kQualityMaxLag; ++k) {
+    v.acf[k] = 0;
+    v.acn[k] = 0;
+  }
+  return v;
+}
+template <>
+__device__ __forceinline__ P3Acc identity_of<P3Acc>() {
+  P3Acc v;
+  v.windows = 0;
+  v.sum = 0;
+  v.min = Kokkos::reduction_identity<double>::min();
+  return v;
+}
 
-__device__ __forceinline__ P1Acc shfl_down(const P1Acc& v, int o) {
-  P1Acc r;
+__device__ __forceinline__ void merge(P2Acc& d, const P2Acc& s) {
+  d.pts += s.pts;
+  d.d1max = s.d1max > d.d1max ? s.d1max : d.d1max;
+  d.d2max = s.d2max > d.d2max ? s.d2max : d.d2max;
+  d.dvmax = s.dvmax > d.dvmax ? s.dvmax : d.dvmax;
+  d.lpmax = s.lpmax > d.lpmax ? s.lpmax : d.lpmax;
+  d.d1sum += s.d1sum;
+  d.d2sum += s.d2sum;
+  d.dvsum += s.dvsum;
+  d.lpsum += s.lpsum;
+#pragma unroll
+  for (int k = 0; k < kQualityMaxLag; ++k) {
+    d.acf[k] += s.acf[k];
+    d.acn[k] += s.acn[k];
+  }
+}
+
+__device__ __forceinline__ void merge(P3Acc& d, const P3Acc& s) {
+  d.windows += s.windows;
+  d.sum += s.sum;
+  d.min = s.min < d.min ? s.min : d.min;
+}
+
+// An accumulator is a sequence of 8-byte words (static_asserts below); one
+// shuffle pair per word.
+template <class Acc>
+__device__ __forceinline__ Acc shfl_down(const Acc& v, int o) {
+  static_assert(sizeof(Acc) % 8 == 0, "accumulators must be whole 8-byte words");
+  constexpr int kWords = sizeof(Acc) / 8;
+  Acc r;
   const auto* src = reinterpret_cast<const unsigned long long*>(&v);
   auto* dst = reinterpret_cast<unsigned long long*>(&r);
 #pragma unroll
@@ -183,16 +238,18 @@ __device__ __forceinline__ P1Acc shfl_down(const P1Acc& v, int o) {
   return r;
 }
 
-// The block's reduction, valid in thread 0. Fixed shape: deterministic.
-__device__ __forceinline__ P1Acc block_reduce(P1Acc v) {
-  __shared__ P1Acc warps[kThreads / 32];
+// The block's reduction (kThreads threads), valid in thread 0. Fixed shape:
+// deterministic.
+template <class Acc>
+__device__ __forceinline__ Acc block_reduce(Acc v) {
+  __shared__ Acc warps[kThreads / 32];
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) merge(v, shfl_down(v, o));
   const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
   if (lane == 0) warps[w] = v;
   __syncthreads();
   if (w == 0) {
-    v = lane < kThreads / 32 ? warps[lane] : identity();
+    v = lane < kThreads / 32 ? warps[lane] : identity_of<Acc>();
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) merge(v, shfl_down(v, o));
   }
@@ -250,9 +307,10 @@ __global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g, P1Acc*
 }
 
 // One block folds the partials: thread t takes t, t + kThreads, ... in order.
-__global__ void __launch_bounds__(kThreads) combine_kernel(const P1Acc* __restrict__ parts, int nparts,
-                                                           P1Acc* __restrict__ out) {
-  P1Acc v = identity();
+template <class Acc>
+__global__ void __launch_bounds__(kThreads) combine_kernel(const Acc* __restrict__ parts, int nparts,
+                                                           Acc* __restrict__ out) {
+  Acc v = identity_of<Acc>();
   for (int p = threadIdx.x; p < nparts; p += kThreads) merge(v, parts[p]);
   v = block_reduce(v);
   if (threadIdx.x == 0) *out = v;
@@ -285,6 +343,373 @@ T fill_le_of(double fill) {
   return f;
 }
 
+// FieldPair::valid and err in one read of each array (the same predicate:
+// mask, |orig| < fill and both finite, in double).
+template <class T>
+struct Elements {
+  const T* __restrict__ a;
+  const T* __restrict__ b;
+  const std::uint8_t* __restrict__ mask;
+  double fill;
+
+  __device__ __forceinline__ bool load(std::uint64_t i, double& x, double& y) const {
+    if (mask && __ldg(mask + i) == 0) return false;
+    x = double(__ldg(a + i));
+    if (!(x - x == 0.0 && ::fabs(x) < fill)) return false;
+    y = double(__ldg(b + i));
+    return y - y == 0.0;
+  }
+  __device__ __forceinline__ bool err(std::uint64_t i, double& e) const {
+    double x, y;
+    if (!load(i, x, y)) return false;
+    e = y - x;
+    return true;
+  }
+};
+
+// Tiles of pattern 2: bx * by == kThreads threads, each walking kP2Planes
+// planes along z.
+constexpr std::uint64_t kP2Planes = 8;
+
+struct P2Args {
+  std::uint64_t n[3];
+  int rank, lags;
+  double mean;
+  std::uint64_t bx, by;          // tile extents in x and y (threads)
+  std::uint64_t tx, ty, tiles;   // tiles along x, along y, in all
+};
+
+template <class T>
+__global__ void __launch_bounds__(kThreads, 2) pattern2_kernel(Elements<T> f, P2Args g, P2Acc* __restrict__ parts) {
+  // Autocorrelation sums per warp and lag in shared memory: per-thread arrays
+  // of kQualityMaxLag sums cost ~100 registers and spilled.
+  __shared__ double wacf[kThreads / 32][kQualityMaxLag];
+  __shared__ std::uint64_t wacn[kThreads / 32][kQualityMaxLag];
+  __shared__ double es[kP2Planes][kThreads];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int k = lane; k < kQualityMaxLag; k += 32) {
+    wacf[warp][k] = 0;
+    wacn[warp][k] = 0;
+  }
+  __syncwarp();  // lane 0 alone adds to its warp's sums from here on
+  // The stencil's sums; the whole P2Acc (41 words) only for the final reduction.
+  std::uint64_t pts = 0;
+  double d1max = 0, d1sum = 0, d2max = 0, d2sum = 0, dvmax = 0, dvsum = 0, lpmax = 0, lpsum = 0;
+  const std::uint64_t n0 = g.n[0], n1 = g.n[1], n2 = g.n[2];
+  const std::uint64_t s[3] = {1, n0, n0 * n1};
+  const std::uint64_t lx = threadIdx.x % g.bx, ly = threadIdx.x / g.bx;
+  for (std::uint64_t t = blockIdx.x; t < g.tiles; t += gridDim.x) {
+    const std::uint64_t x = (t % g.tx) * g.bx + lx, y = ((t / g.tx) % g.ty) * g.by + ly;
+    const std::uint64_t zb = (t / (g.tx * g.ty)) * kP2Planes;
+    const bool inside = x < n0 && y < n1;
+    // The tile's errors at this (x, y), kept for every lag. In shared memory:
+    // in registers the plane loops had to be unrolled, and the loads of every
+    // plane hoisted together spilled.
+    unsigned ok = 0;
+    for (int p = 0; p < int(kP2Planes); ++p)
+      if (inside && zb + p < n2 && f.err(x + n0 * (y + n1 * (zb + p)), es[p][threadIdx.x])) ok |= 1u << p;
+    // Autocorrelation: pairs (i, i + k along axis d), both compared.
+    for (int k = 1; k <= g.lags; ++k) {
+      double sum = 0;
+      unsigned cnt = 0;
+#pragma unroll 1
+      for (int p = 0; p < int(kP2Planes); ++p) {
+        if (!(ok >> p & 1)) continue;
+        const std::uint64_t c[3] = {x, y, zb + p};
+        const std::uint64_t i = x + n0 * (y + n1 * (zb + p));
+        const double e0 = es[p][threadIdx.x] - g.mean;
+#pragma unroll
+        for (int d = 0; d < 3; ++d) {  // unrolled: c, n and s stay in registers
+          double ej;
+          if (d < g.rank && c[d] + k < g.n[d] && f.err(i + std::uint64_t(k) * s[d], ej)) {
+            sum += e0 * (ej - g.mean);
+            ++cnt;
+          }
+        }
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        sum += __shfl_down_sync(0xFFFFFFFFu, sum, o);
+        cnt += __shfl_down_sync(0xFFFFFFFFu, cnt, o);
+      }
+      if (lane == 0) {
+        wacf[warp][k - 1] += sum;
+        wacn[warp][k - 1] += cnt;
+      }
+    }
+    // 7-point stencil (in 3D): the point and its two neighbours along each axis.
+#pragma unroll 1
+    for (int p = 0; p < int(kP2Planes); ++p) {
+      if (!(ok >> p & 1)) continue;
+      const std::uint64_t c[3] = {x, y, zb + p};
+      const std::uint64_t i = x + n0 * (y + n1 * (zb + p));
+      const double ep = es[p][threadIdx.x];
+      double g2 = 0, h2 = 0, div = 0, lap = 0;
+      bool inner = true;
+#pragma unroll
+      for (int d = 0; d < 3; ++d) {
+        if (d >= g.rank) break;
+        double el, eh;
+        if (c[d] == 0 || c[d] + 1 >= g.n[d] || !f.err(i - s[d], el) || !f.err(i + s[d], eh)) {
+          inner = false;
+          break;
+        }
+        const double gr = 0.5 * (eh - el), h = (eh - ep) - (ep - el);
+        g2 += gr * gr;
+        h2 += h * h;
+        div += gr;
+        lap += h;
+      }
+      if (!inner) continue;
+      const double d1 = ::sqrt(g2), d2 = ::sqrt(h2), adiv = ::fabs(div), alap = ::fabs(lap);
+      ++pts;
+      d1sum += d1;
+      d2sum += d2;
+      dvsum += adiv;
+      lpsum += alap;
+      d1max = d1 > d1max ? d1 : d1max;
+      d2max = d2 > d2max ? d2 : d2max;
+      dvmax = adiv > dvmax ? adiv : dvmax;
+      lpmax = alap > lpmax ? alap : lpmax;
+    }
+  }
+  // Block reduction by hand: shuffling the whole P2Acc (41 words) took every
+  // register of the kernel. The stencil scalars by warp shuffles, the
+  // autocorrelation from the warps' shared sums; fixed order throughout.
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    pts += __shfl_down_sync(0xFFFFFFFFu, pts, o);
+    d1sum += __shfl_down_sync(0xFFFFFFFFu, d1sum, o);
+    d2sum += __shfl_down_sync(0xFFFFFFFFu, d2sum, o);
+    dvsum += __shfl_down_sync(0xFFFFFFFFu, dvsum, o);
+    lpsum += __shfl_down_sync(0xFFFFFFFFu, lpsum, o);
+    d1max = ::fmax(d1max, __shfl_down_sync(0xFFFFFFFFu, d1max, o));
+    d2max = ::fmax(d2max, __shfl_down_sync(0xFFFFFFFFu, d2max, o));
+    dvmax = ::fmax(dvmax, __shfl_down_sync(0xFFFFFFFFu, dvmax, o));
+    lpmax = ::fmax(lpmax, __shfl_down_sync(0xFFFFFFFFu, lpmax, o));
+  }
+  __shared__ double wsum[kThreads / 32][8];
+  __shared__ std::uint64_t wpts[kThreads / 32];
+  if (lane == 0) {
+    wpts[warp] = pts;
+    wsum[warp][0] = d1sum;
+    wsum[warp][1] = d2sum;
+    wsum[warp][2] = dvsum;
+    wsum[warp][3] = lpsum;
+    wsum[warp][4] = d1max;
+    wsum[warp][5] = d2max;
+    wsum[warp][6] = dvmax;
+    wsum[warp][7] = lpmax;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    P2Acc v = identity_of<P2Acc>();
+    for (int w = 0; w < kThreads / 32; ++w) {
+      v.pts += wpts[w];
+      v.d1sum += wsum[w][0];
+      v.d2sum += wsum[w][1];
+      v.dvsum += wsum[w][2];
+      v.lpsum += wsum[w][3];
+      v.d1max = ::fmax(v.d1max, wsum[w][4]);
+      v.d2max = ::fmax(v.d2max, wsum[w][5]);
+      v.dvmax = ::fmax(v.dvmax, wsum[w][6]);
+      v.lpmax = ::fmax(v.lpmax, wsum[w][7]);
+      for (int k = 0; k < kQualityMaxLag; ++k) {
+        v.acf[k] += wacf[w][k];
+        v.acn[k] += wacn[w][k];
+      }
+    }
+    parts[blockIdx.x] = v;
+  }
+}
+
+// Tiles of pattern 3, in window origins: kThreads == kSx * kSy, each block
+// walking kSz origins along z.
+constexpr std::uint64_t kSx = 32, kSy = 8, kSz = 32;
+static_assert(kSx * kSy == kThreads, "a thread per (x, y) origin of a tile");
+
+struct P3Args {
+  std::uint64_t n0, n1, n2;
+  std::uint64_t w0, w1, w2;
+  std::uint64_t nw0, nw1, nw2;   // origins per axis
+  std::uint64_t tx, ty, tiles;   // tiles along x, along y, in all
+  std::uint64_t px, py;          // shared patch: kSx + w0 - 1 by kSy + w1 - 1
+  double shift, c1, c2;
+};
+
+// Shared bytes of one block: the patch's z-window sums and their x-window
+// sums, five doubles and an excluded count each.
+std::size_t p3_shared_bytes(std::uint64_t px, std::uint64_t py) {
+  const std::size_t per = 5 * sizeof(double) + sizeof(int);
+  return std::size_t(px * py) * per + std::size_t(kSx * py) * per;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) pattern3_kernel(Elements<T> f, P3Args g, P3Acc* __restrict__ parts) {
+  extern __shared__ double smem[];
+  const std::uint64_t np = g.px * g.py, nx = kSx * g.py;
+  double* cz = smem;          // [5][np]: z-window sums per patch column
+  double* cx = cz + 5 * np;   // [5][nx]: then x-window sums
+  int* bz = reinterpret_cast<int*>(cx + 5 * nx);  // excluded counts
+  int* bx = bz + np;
+  P3Acc v = identity_of<P3Acc>();
+  const double cnt = double(g.w0 * g.w1 * g.w2);
+  const std::uint64_t lx = threadIdx.x % kSx, ly = threadIdx.x / kSx;
+  const std::uint64_t plane = g.n0 * g.n1;
+
+  for (std::uint64_t t = blockIdx.x; t < g.tiles; t += gridDim.x) {
+    const std::uint64_t ox0 = (t % g.tx) * kSx, oy0 = ((t / g.tx) % g.ty) * kSy;
+    const std::uint64_t oz0 = (t / (g.tx * g.ty)) * kSz;
+    const std::uint64_t oz1 = oz0 + kSz < g.nw2 ? oz0 + kSz : g.nw2;
+    // Adds sign * the moments of element (x, y, z) to patch column p.
+    auto add = [&](std::uint64_t p, std::uint64_t z, double sign, int isign) {
+      const unsigned pp = unsigned(p), px = unsigned(g.px);  // patches are small: 32-bit division
+      const std::uint64_t x = ox0 + pp % px, y = oy0 + pp / px;
+      if (x >= g.n0 || y >= g.n1) return;  // read by no window of the field
+      double xa, xb;
+      if (!f.load(x + g.n0 * y + plane * z, xa, xb)) {
+        bz[p] += isign;
+        return;
+      }
+      xa -= g.shift;
+      xb -= g.shift;
+      cz[p] += sign * xa;
+      cz[np + p] += sign * xb;
+      cz[2 * np + p] += sign * (xa * xa);
+      cz[3 * np + p] += sign * (xb * xb);
+      cz[4 * np + p] += sign * (xa * xb);
+    };
+    __syncthreads();  // the previous tile is done with the patch
+    for (std::uint64_t p = threadIdx.x; p < np; p += kThreads) {
+      for (int k = 0; k < 5; ++k) cz[k * np + p] = 0;
+      bz[p] = 0;
+      for (std::uint64_t z = oz0; z < oz0 + g.w2; ++z) add(p, z, 1.0, 1);
+    }
+    for (std::uint64_t oz = oz0; oz < oz1; ++oz) {
+      if (oz > oz0)  // slide along z: the plane entering, the one leaving
+        for (std::uint64_t p = threadIdx.x; p < np; p += kThreads) {
+          add(p, oz + g.w2 - 1, 1.0, 1);
+          add(p, oz - 1, -1.0, -1);
+        }
+      __syncthreads();
+      for (std::uint64_t j = threadIdx.x; j < nx; j += kThreads) {
+        const std::uint64_t r = j / kSx, c = j % kSx;
+        double m[5] = {0, 0, 0, 0, 0};
+        int bad = 0;
+        for (std::uint64_t d = 0; d < g.w0; ++d) {
+          const std::uint64_t p = r * g.px + c + d;
+#pragma unroll
+          for (int k = 0; k < 5; ++k) m[k] += cz[k * np + p];
+          bad += bz[p];
+        }
+#pragma unroll
+        for (int k = 0; k < 5; ++k) cx[k * nx + j] = m[k];
+        bx[j] = bad;
+      }
+      __syncthreads();
+      if (ox0 + lx < g.nw0 && oy0 + ly < g.nw1) {
+        double m[5] = {0, 0, 0, 0, 0};
+        int bad = 0;
+        for (std::uint64_t d = 0; d < g.w1; ++d) {
+          const std::uint64_t j = (ly + d) * kSx + lx;
+#pragma unroll
+          for (int k = 0; k < 5; ++k) m[k] += cx[k * nx + j];
+          bad += bx[j];
+        }
+        if (bad == 0) {
+          // Pattern3's formula, operation for operation.
+          using quantize::add_rn;
+          using quantize::mul_rn;
+          const double ma = m[0] / cnt, mb = m[1] / cnt;
+          const double va = m[2] / cnt - mul_rn(ma, ma), vb = m[3] / cnt - mul_rn(mb, mb);
+          const double cov = m[4] / cnt - mul_rn(ma, mb);
+          const double ua = ma + g.shift, ub = mb + g.shift;
+          const double pab = mul_rn(ua, ub);
+          const double lum_num = add_rn(add_rn(pab, pab), g.c1);
+          const double lum_den = add_rn(add_rn(mul_rn(ua, ua), mul_rn(ub, ub)), g.c1);
+          const double con_num = add_rn(add_rn(cov, cov), g.c2), con_den = add_rn(add_rn(va, vb), g.c2);
+          const double s = mul_rn(lum_num, con_num) / mul_rn(lum_den, con_den);
+          ++v.windows;
+          v.sum += s;
+          v.min = s < v.min ? s : v.min;
+        }
+      }
+      __syncthreads();  // cx and cz are rewritten next
+    }
+  }
+  const P3Acc r = block_reduce(v);
+  if (threadIdx.x == 0) parts[blockIdx.x] = r;
+}
+
+// Runs kernel over `tiles` tiles with at most the resident blocks, then folds
+// the partials into out (host). Blocks until done.
+template <class Acc, class Kernel, class F, class A>
+void launch_reduce(const Kokkos::Cuda& space, Kernel kernel, std::size_t shared, std::uint64_t tiles, const F& f,
+                   const A& g, Acc& out, const char* what) {
+  int dev = 0, sms = 0, per_sm = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+  if (shared > 48 * 1024)
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)), "smem attr");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared), "occupancy");
+  const std::uint64_t resident = std::uint64_t(sms > 0 ? sms : 1) * std::uint64_t(per_sm > 0 ? per_sm : 1);
+  const int blocks = static_cast<int>(tiles < resident ? tiles : resident);
+  pipeline::Workspace<Kokkos::CudaSpace>::Lease ws;
+  auto parts = ws.get<Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks + 1, "ksz::metrics::parts");
+  Acc* d_out = parts.data() + blocks;
+  kernel<<<blocks, kThreads, shared, space.cuda_stream()>>>(f, g, parts.data());
+  check(cudaGetLastError(), what);
+  combine_kernel<Acc><<<1, kThreads, 0, space.cuda_stream()>>>(parts.data(), blocks, d_out);
+  check(cudaGetLastError(), "combine_kernel");
+  check(cudaMemcpyAsync(&out, d_out, sizeof(Acc), cudaMemcpyDeviceToHost, space.cuda_stream()), what);
+  check(cudaStreamSynchronize(space.cuda_stream()), what);
+}
+
+// PDF pass: the block's 2 * bins counts in shared memory; lanes of a warp that
+// hit the same bin are counted by one atomic (__match_any_sync), since errors
+// concentrate in few bins and same-address shared atomics serialize.
+struct PdfArgs {
+  std::uint64_t n;
+  int bins;
+  double lo_e, se, lo_p, sp;
+};
+
+__device__ __forceinline__ void count_bin(unsigned* hist, int bin) {
+  const unsigned same = __match_any_sync(0xFFFFFFFFu, bin);
+  if (bin >= 0 && (threadIdx.x % 32) == unsigned(__ffs(same) - 1)) atomicAdd(hist + bin, unsigned(__popc(same)));
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) pdf_kernel(Elements<T> f, PdfArgs g,
+                                                       unsigned long long* __restrict__ hist) {
+  extern __shared__ unsigned counts[];
+  const int nb = g.bins;
+  for (int k = threadIdx.x; k < 2 * nb; k += kThreads) counts[k] = 0;
+  __syncthreads();
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * kThreads;
+  // Whole warps iterate together (the match needs every lane).
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * kThreads + (threadIdx.x & ~31u); base < g.n; base += stride) {
+    const std::uint64_t i = base + threadIdx.x % 32;
+    int be = -1, bp = -1;
+    double x, y;
+    if (i < g.n && f.load(i, x, y)) {
+      // The portable bins: a subtract then a multiply, nothing to contract.
+      const double e = y - x;
+      be = int((e - g.lo_e) * g.se);
+      be = be < nb ? be : nb - 1;
+      if (x != 0) {
+        bp = int((::fabs(e) / ::fabs(x) - g.lo_p) * g.sp);
+        bp = nb + (bp < nb ? bp : nb - 1);
+      }
+    }
+    count_bin(counts, be);
+    count_bin(counts, bp);
+  }
+  __syncthreads();
+  for (int k = threadIdx.x; k < 2 * nb; k += kThreads)
+    if (counts[k]) atomicAdd(hist + k, static_cast<unsigned long long>(counts[k]));
+}
+
 }  // namespace
 
 template <class T>
@@ -311,7 +736,7 @@ bool metrics_pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, doub
   P1Acc* d_out = parts.data() + blocks;
   pattern1_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(g, parts.data());
   check(cudaGetLastError(), "pattern1_kernel");
-  combine_kernel<<<1, kThreads, 0, space.cuda_stream()>>>(parts.data(), blocks, d_out);
+  combine_kernel<P1Acc><<<1, kThreads, 0, space.cuda_stream()>>>(parts.data(), blocks, d_out);
   check(cudaGetLastError(), "combine_kernel");
   check(cudaMemcpyAsync(&out, d_out, sizeof(P1Acc), cudaMemcpyDeviceToHost, space.cuda_stream()), "pattern1 copy");
   check(cudaStreamSynchronize(space.cuda_stream()), "pattern1 sync");
@@ -320,5 +745,78 @@ bool metrics_pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, doub
 
 template bool metrics_pattern1<float>(const Kokkos::Cuda&, const MetricsFields<float>&, double, P1Acc&);
 template bool metrics_pattern1<double>(const Kokkos::Cuda&, const MetricsFields<double>&, double, P1Acc&);
+
+template <class T>
+bool metrics_pattern2(const Kokkos::Cuda& space, const MetricsFields<T>& f, const MetricsShape& s, int lags,
+                      double mean, P2Acc& out) {
+  if (!enabled() || f.n == 0 || lags < 0 || lags > kQualityMaxLag || s.rank < 1 || s.rank > 3) return false;
+  P2Args g{{s.n0, s.n1, s.n2}, s.rank, lags, mean, 32, 8, 0, 0, 0};
+  if (s.n1 == 1 && s.n2 == 1) {  // 1D: the whole block along x
+    g.bx = kThreads;
+    g.by = 1;
+  }
+  g.tx = (s.n0 + g.bx - 1) / g.bx;
+  g.ty = (s.n1 + g.by - 1) / g.by;
+  g.tiles = g.tx * g.ty * ((s.n2 + kP2Planes - 1) / kP2Planes);
+  const Elements<T> e{f.orig, f.dec, f.mask, f.fill};
+  launch_reduce<P2Acc>(space, pattern2_kernel<T>, 0, g.tiles, e, g, out, "pattern2_kernel");
+  return true;
+}
+
+template <class T>
+bool metrics_pattern3(const Kokkos::Cuda& space, const MetricsFields<T>& f, const MetricsShape& s,
+                      const SsimParams& p, P3Acc& out) {
+  if (!enabled() || f.n == 0 || p.step != 1 || p.w0 < 1 || p.w1 < 1 || p.w2 < 1 || p.w0 > s.n0 || p.w1 > s.n1 ||
+      p.w2 > s.n2)
+    return false;
+  P3Args g{s.n0, s.n1, s.n2, p.w0, p.w1, p.w2, s.n0 - p.w0 + 1, s.n1 - p.w1 + 1, s.n2 - p.w2 + 1,
+           0, 0, 0, kSx + p.w0 - 1, kSy + p.w1 - 1, p.shift, p.c1, p.c2};
+  const std::size_t shared = p3_shared_bytes(g.px, g.py);
+  int dev = 0, optin = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev), "shared memory limit");
+  if (shared > std::size_t(optin)) return false;  // wide windows: the portable path
+  g.tx = (g.nw0 + kSx - 1) / kSx;
+  g.ty = (g.nw1 + kSy - 1) / kSy;
+  g.tiles = g.tx * g.ty * ((g.nw2 + kSz - 1) / kSz);
+  const Elements<T> e{f.orig, f.dec, f.mask, f.fill};
+  launch_reduce<P3Acc>(space, pattern3_kernel<T>, shared, g.tiles, e, g, out, "pattern3_kernel");
+  return true;
+}
+
+template bool metrics_pattern2<float>(const Kokkos::Cuda&, const MetricsFields<float>&, const MetricsShape&, int,
+                                      double, P2Acc&);
+template bool metrics_pattern2<double>(const Kokkos::Cuda&, const MetricsFields<double>&, const MetricsShape&, int,
+                                       double, P2Acc&);
+template bool metrics_pattern3<float>(const Kokkos::Cuda&, const MetricsFields<float>&, const MetricsShape&,
+                                      const SsimParams&, P3Acc&);
+template bool metrics_pattern3<double>(const Kokkos::Cuda&, const MetricsFields<double>&, const MetricsShape&,
+                                       const SsimParams&, P3Acc&);
+
+template <class T>
+bool metrics_pdf(const Kokkos::Cuda& space, const MetricsFields<T>& f, const PdfParams& p, std::uint64_t* hist) {
+  constexpr int kMaxBins = 4096;  // 32 KiB of shared counts
+  if (!enabled() || f.n == 0 || p.bins < 1 || p.bins > kMaxBins) return false;
+  static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t), "64-bit global counts");
+  const std::size_t shared = 2 * std::size_t(p.bins) * sizeof(unsigned);
+  int dev = 0, sms = 0, per_sm = 0;
+  check(cudaGetDevice(&dev), "cudaGetDevice");
+  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pdf_kernel<T>, kThreads, shared), "occupancy");
+  const std::uint64_t resident = std::uint64_t(sms > 0 ? sms : 1) * std::uint64_t(per_sm > 0 ? per_sm : 1);
+  const std::uint64_t want = (f.n + kThreads - 1) / kThreads;
+  const std::uint64_t blocks = want < resident ? want : resident;
+  if (f.n / blocks >= (std::uint64_t(1) << 31)) return false;  // a block's counts must fit 32 bits
+  const Elements<T> e{f.orig, f.dec, f.mask, f.fill};
+  const PdfArgs g{f.n, p.bins, p.lo_e, p.se, p.lo_p, p.sp};
+  pdf_kernel<T><<<int(blocks), kThreads, shared, space.cuda_stream()>>>(
+      e, g, reinterpret_cast<unsigned long long*>(hist));
+  check(cudaGetLastError(), "pdf_kernel");
+  return true;
+}
+
+template bool metrics_pdf<float>(const Kokkos::Cuda&, const MetricsFields<float>&, const PdfParams&, std::uint64_t*);
+template bool metrics_pdf<double>(const Kokkos::Cuda&, const MetricsFields<double>&, const PdfParams&,
+                                  std::uint64_t*);
 
 }  // namespace ksz::cuda_spec

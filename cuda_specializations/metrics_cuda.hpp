@@ -12,6 +12,22 @@
 //    atomics, so a device gives the same bits on every run. Replaces a Kokkos
 //    parallel_reduce whose ~25-word value_type goes through shared memory at
 //    every level (cuZ-Checker section IV, pattern 1).
+//  - metrics_pdf: the two PDFs' counts in one read, a shared histogram per
+//    block with same-bin lanes of a warp merged into one atomic (match_any);
+//    integer counts, so identical to the portable pass.
+//  - metrics_pattern2: the 7-point stencils and the error autocorrelation, a
+//    thread per (x, y) of a 32x8 (1D: 256x1) tile walking 8 planes along z,
+//    neighbours and lagged partners read through L1 (the tile's rows overlap),
+//    the autocorrelation sums unrolled over kQualityMaxLag so they stay in
+//    registers; reduced like pattern 1. Same points and pair counts.
+//  - metrics_pattern3: SSIM, window step 1 only (cuZ-Checker section IV,
+//    pattern 3): a block per 32x8x32 tile of window origins keeps, in shared
+//    memory, the z-window sums of the five moments (and the excluded count)
+//    for every (x, y) of the tile plus its halo, updated per plane by adding
+//    the entering and removing the leaving plane (each element read twice);
+//    the x then y window sums are direct sums from shared memory. Window
+//    count identical; moments are the same sums in another order, so each
+//    window's SSIM moves by rounding only (tests: mean and min within 1e-9).
 //
 // Every function returns false when it does not handle the case (disabled);
 // the caller then runs the portable path.
@@ -40,6 +56,42 @@ struct MetricsFields {
 // Blocks until out is on the host.
 template <class T>
 bool metrics_pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, double shift, metrics::impl::P1Acc& out);
+
+// Bin edges of the two PDFs as assess() computes them.
+struct PdfParams {
+  int bins;
+  double lo_e, se, lo_p, sp;  // bin = int((v - lo) * s), clamped to bins - 1
+};
+
+// Adds the counts of every compared element to hist (2 * bins device words:
+// error bins, then point-wise relative error bins), asynchronously on space.
+template <class T>
+bool metrics_pdf(const Kokkos::Cuda& space, const MetricsFields<T>& f, const PdfParams& p, std::uint64_t* hist);
+
+// Extents (x fastest; 1 beyond rank) of the field an assessment walks.
+struct MetricsShape {
+  std::uint64_t n0, n1, n2;
+  int rank;
+};
+
+// out as metrics::impl::Pattern2 reduces it over every element (lags in
+// 0..kQualityMaxLag, mean of the error). Blocks until out is on the host.
+template <class T>
+bool metrics_pattern2(const Kokkos::Cuda& space, const MetricsFields<T>& f, const MetricsShape& s, int lags,
+                      double mean, metrics::impl::P2Acc& out);
+
+// Window extents (each <= its axis' extent), step, and the SSIM constants of
+// metrics::impl::Pattern3.
+struct SsimParams {
+  std::uint64_t w0, w1, w2, step;
+  double shift, c1, c2;
+};
+
+// out as metrics::impl::Pattern3 reduces it over every window; false (portable
+// path) unless step == 1 and the tile fits in shared memory.
+template <class T>
+bool metrics_pattern3(const Kokkos::Cuda& space, const MetricsFields<T>& f, const MetricsShape& s,
+                      const SsimParams& p, metrics::impl::P3Acc& out);
 
 #endif  // KSZ_HAVE_CUDA
 

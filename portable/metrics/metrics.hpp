@@ -335,11 +335,11 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
   impl::P1Acc r1;
   bool specialized = false;
 #if defined(KSZ_HAVE_CUDA)
-  if constexpr (std::is_same<Space, Kokkos::Cuda>::value) {
-    const cuda_spec::MetricsFields<T> cf{orig.data(), dec.data(), mask.extent(0) ? mask.data() : nullptr, n,
-                                         cfg.fill_threshold};
-    specialized = cuda_spec::metrics_pattern1<T>(space, cf, shift, r1);
-  }
+  const cuda_spec::MetricsFields<T> cuda_fields{orig.data(), dec.data(), mask.extent(0) ? mask.data() : nullptr, n,
+                                                cfg.fill_threshold};
+  const cuda_spec::MetricsShape cuda_shape{shape.n[0], shape.n[1], shape.n[2], shape.rank};
+  if constexpr (std::is_same<Space, Kokkos::Cuda>::value)
+    specialized = cuda_spec::metrics_pattern1<T>(space, cuda_fields, shift, r1);
 #endif
   if (!specialized)
     Kokkos::parallel_reduce("ksz::metrics::pattern1", Kokkos::RangePolicy<Space>(space, 0, n),
@@ -391,6 +391,11 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
     const double se = q.max_err > q.min_err ? nb / (q.max_err - q.min_err) : 0.0;
     const double sp = q.max_pwr_err > q.min_pwr_err ? nb / (q.max_pwr_err - q.min_pwr_err) : 0.0;
     Kokkos::View<std::uint64_t*, Mem> hist("ksz::metrics::pdf", 2 * std::size_t(nb));
+    bool special_pdf = false;
+#if defined(KSZ_HAVE_CUDA)
+    if constexpr (std::is_same<Space, Kokkos::Cuda>::value)
+      special_pdf = cuda_spec::metrics_pdf<T>(space, cuda_fields, {nb, lo_e, se, lo_p, sp}, hist.data());
+#endif
     using Policy = Kokkos::TeamPolicy<Space>;
     using Member = typename Policy::member_type;
     using Scratch = Kokkos::View<std::uint32_t*, typename Space::scratch_memory_space,
@@ -398,7 +403,8 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
     constexpr std::uint64_t slice = std::uint64_t(1) << 16;  // keeps team counts inside uint32
     Policy policy(space, static_cast<int>((n + slice - 1) / slice), Kokkos::AUTO);
     policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(2 * std::size_t(nb))));
-    Kokkos::parallel_for(
+    if (!special_pdf)
+      Kokkos::parallel_for(
         "ksz::metrics::pdf", policy, KOKKOS_LAMBDA(const Member& team) {
           Scratch local(team.team_scratch(0), 2 * nb);
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, 2 * nb), [&](const int k) { local(k) = 0; });
@@ -435,8 +441,15 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
 
   if (cfg.stencil) {
     impl::P2Acc r2;
-    impl::Pattern2<T, Mem> p2{f, shape.n[0], shape.n[1], shape.n[2], shape.rank, cfg.autocorr_lags, q.avg_err};
-    Kokkos::parallel_reduce("ksz::metrics::pattern2", Kokkos::RangePolicy<Space>(space, 0, n), p2, r2);
+    bool special2 = false;
+#if defined(KSZ_HAVE_CUDA)
+    if constexpr (std::is_same<Space, Kokkos::Cuda>::value)
+      special2 = cuda_spec::metrics_pattern2<T>(space, cuda_fields, cuda_shape, cfg.autocorr_lags, q.avg_err, r2);
+#endif
+    if (!special2) {
+      impl::Pattern2<T, Mem> p2{f, shape.n[0], shape.n[1], shape.n[2], shape.rank, cfg.autocorr_lags, q.avg_err};
+      Kokkos::parallel_reduce("ksz::metrics::pattern2", Kokkos::RangePolicy<Space>(space, 0, n), p2, r2);
+    }
     q.has_stencil = true;
     q.stencil_points = r2.pts;
     if (r2.pts) {
@@ -465,10 +478,18 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
     // Constants of Wang et al. with L the original's value range (1 when constant).
     const double L = q.orig_range > 0 ? q.orig_range : 1.0;
     const double c1 = (0.01 * L) * (0.01 * L), c2 = (0.03 * L) * (0.03 * L);
-    impl::Pattern3<T, Mem> p3{f, shape.n[0], shape.n[1], w0, w1, w2, nw0, nw1, nseg, st, shift, c1, c2};
     impl::P3Acc r3;
-    Kokkos::parallel_reduce("ksz::metrics::pattern3", Kokkos::RangePolicy<Space>(space, 0, nseg * nw1 * nw2), p3,
-                            r3);
+    bool special3 = false;
+#if defined(KSZ_HAVE_CUDA)
+    if constexpr (std::is_same<Space, Kokkos::Cuda>::value)
+      special3 = cuda_spec::metrics_pattern3<T>(space, cuda_fields, cuda_shape,
+                                                cuda_spec::SsimParams{w0, w1, w2, st, shift, c1, c2}, r3);
+#endif
+    if (!special3) {
+      impl::Pattern3<T, Mem> p3{f, shape.n[0], shape.n[1], w0, w1, w2, nw0, nw1, nseg, st, shift, c1, c2};
+      Kokkos::parallel_reduce("ksz::metrics::pattern3", Kokkos::RangePolicy<Space>(space, 0, nseg * nw1 * nw2), p3,
+                              r3);
+    }
     q.has_ssim = true;
     q.ssim_windows = r3.windows;
     if (r3.windows) {

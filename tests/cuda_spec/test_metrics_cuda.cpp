@@ -1,5 +1,5 @@
-// The quality engine's CUDA pattern-1 reduction against the portable functor
-// on the GPU: counts, min/max and the max-error index identical, sums equal to
+// The quality engine's CUDA reductions (patterns 1-3) against the portable
+// functors on the GPU. Pattern 1: counts, min/max and the max-error index identical, sums equal to
 // rounding; f32 and f64, with and without mask and fill value, sizes around
 // the vector width and pointers off every 16-byte boundary (the vector path's
 // head and tail, and the scalar path when the arrays' offsets differ).
@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -202,9 +203,154 @@ TEST(CudaMetrics, AssessDispatchSameAsPortable) {
   }
 }
 
+// Patterns 2 and 3 on small fields of every rank: the specializations against
+// the portable functors run on the GPU. Integer results (points, pair counts,
+// windows) identical, maxima identical (the same values per point), sums equal
+// to rounding. SSIM: each window's moments are the same sums in another order,
+// and the cancellation in va = E[a^2] - E[a]^2 amplifies that rounding, so the
+// mean and the minimum are held to 1e-9 (seen: ~1e-15 on these data).
+struct GridCase {
+  std::uint64_t n0, n1, n2;
+  int rank;
+  bool mask;
+  double fill;
+};
+
+constexpr GridCase kGrids[] = {
+    {37, 29, 23, 3, true, 12.0},   {64, 64, 64, 3, false, 1e300}, {40, 33, 9, 3, false, 11.5},
+    {300, 200, 1, 2, true, 12.0},  {5000, 1, 1, 1, true, 12.0},   {8, 8, 8, 3, true, 12.0},
+    {3, 2, 2, 3, false, 1e300},
+};
+
+template <class T>
+Data<T> make_grid(const GridCase& g, std::uint32_t seed) {
+  const Case c{g.n0 * g.n1 * g.n2, 0, 0, g.mask, g.fill};
+  return make<T>(c, seed);
+}
+
+template <class T>
+void run_pattern2() {
+  SpecGuard guard;
+  Kokkos::Cuda space;
+  std::uint32_t seed = 11;
+  for (const GridCase& g : kGrids)
+    for (int lags : {0, 3, 10, kQualityMaxLag}) {
+      const std::string what = std::string(sizeof(T) == 4 ? "f32 " : "f64 ") + std::to_string(g.n0) + "x" +
+                               std::to_string(g.n1) + "x" + std::to_string(g.n2) + " lags " + std::to_string(lags);
+      const std::uint64_t n = g.n0 * g.n1 * g.n2;
+      const Data<T> d = make_grid<T>(g, seed++);
+      Kokkos::View<const T*, Mem> a = d.a, b = d.b;
+      Kokkos::View<const std::uint8_t*, Mem> m;
+      if (g.mask) m = d.m;
+      const double mean = 3e-4;
+      metrics::impl::FieldPair<T, Mem> f{a, b, m, g.fill};
+      metrics::impl::P2Acc p, q;
+      Kokkos::parallel_reduce("test::pattern2", Kokkos::RangePolicy<Kokkos::Cuda>(space, 0, n),
+                              metrics::impl::Pattern2<T, Mem>{f, g.n0, g.n1, g.n2, g.rank, lags, mean}, p);
+      const cuda_spec::MetricsFields<T> mf{a.data(), b.data(), g.mask ? m.data() : nullptr, n, g.fill};
+      ASSERT_TRUE(cuda_spec::metrics_pattern2<T>(space, mf, {g.n0, g.n1, g.n2, g.rank}, lags, mean, q)) << what;
+      SCOPED_TRACE(what);
+      EXPECT_EQ(p.pts, q.pts);
+      EXPECT_EQ(p.d1max, q.d1max);
+      EXPECT_EQ(p.d2max, q.d2max);
+      EXPECT_EQ(p.dvmax, q.dvmax);
+      EXPECT_EQ(p.lpmax, q.lpmax);
+      EXPECT_NEAR(p.d1sum, q.d1sum, 1e-12 * p.d1sum);
+      EXPECT_NEAR(p.d2sum, q.d2sum, 1e-12 * p.d2sum);
+      EXPECT_NEAR(p.dvsum, q.dvsum, 1e-12 * p.dvsum);
+      EXPECT_NEAR(p.lpsum, q.lpsum, 1e-12 * p.lpsum);
+      for (int k = 0; k < kQualityMaxLag; ++k) {
+        EXPECT_EQ(p.acn[k], q.acn[k]) << "lag " << k + 1;
+        // Terms bounded by the largest squared error (1e-3 scale, and the ties' 0.5).
+        EXPECT_NEAR(p.acf[k], q.acf[k], 1e-12 * double(p.acn[k] + 1)) << "lag " << k + 1;
+      }
+      cuda_spec::set_enabled(false);
+      EXPECT_FALSE(cuda_spec::metrics_pattern2<T>(space, mf, {g.n0, g.n1, g.n2, g.rank}, lags, mean, q));
+      cuda_spec::set_enabled(true);
+    }
+}
+
+template <class T>
+void run_pattern3() {
+  SpecGuard guard;
+  Kokkos::Cuda space;
+  std::uint32_t seed = 41;
+  for (const GridCase& g : kGrids)
+    for (std::uint64_t w : {1, 3, 8, 11}) {
+      const std::string what = std::string(sizeof(T) == 4 ? "f32 " : "f64 ") + std::to_string(g.n0) + "x" +
+                               std::to_string(g.n1) + "x" + std::to_string(g.n2) + " window " + std::to_string(w);
+      const std::uint64_t n = g.n0 * g.n1 * g.n2;
+      const Data<T> d = make_grid<T>(g, seed++);
+      Kokkos::View<const T*, Mem> a = d.a, b = d.b;
+      Kokkos::View<const std::uint8_t*, Mem> m;
+      if (g.mask) m = d.m;
+      const std::uint64_t w0 = std::min(w, g.n0), w1 = std::min(w, g.n1), w2 = std::min(w, g.n2);
+      const std::uint64_t nw0 = g.n0 - w0 + 1, nw1 = g.n1 - w1 + 1, nw2 = g.n2 - w2 + 1;
+      const std::uint64_t nseg = (nw0 + metrics::impl::kSsimSegment - 1) / metrics::impl::kSsimSegment;
+      const double shift = 1.25, c1 = 4e-4, c2 = 3.6e-3;
+      metrics::impl::FieldPair<T, Mem> f{a, b, m, g.fill};
+      metrics::impl::P3Acc p, q;
+      Kokkos::parallel_reduce(
+          "test::pattern3", Kokkos::RangePolicy<Kokkos::Cuda>(space, 0, nseg * nw1 * nw2),
+          metrics::impl::Pattern3<T, Mem>{f, g.n0, g.n1, w0, w1, w2, nw0, nw1, nseg, 1, shift, c1, c2}, p);
+      const cuda_spec::MetricsFields<T> mf{a.data(), b.data(), g.mask ? m.data() : nullptr, n, g.fill};
+      const cuda_spec::MetricsShape sh{g.n0, g.n1, g.n2, g.rank};
+      ASSERT_TRUE(cuda_spec::metrics_pattern3<T>(space, mf, sh, {w0, w1, w2, 1, shift, c1, c2}, q)) << what;
+      SCOPED_TRACE(what);
+      EXPECT_EQ(p.windows, q.windows);
+      if (p.windows) {
+        EXPECT_NEAR(p.sum / double(p.windows), q.sum / double(q.windows), 1e-9);
+        EXPECT_NEAR(p.min, q.min, 1e-9);
+      }
+      // Steps other than 1 are left to the portable path.
+      EXPECT_FALSE(cuda_spec::metrics_pattern3<T>(space, mf, sh, {w0, w1, w2, 2, shift, c1, c2}, q));
+    }
+}
+
+TEST(CudaMetrics, Pattern2SameAsPortableF32) { run_pattern2<float>(); }
+TEST(CudaMetrics, Pattern2SameAsPortableF64) { run_pattern2<double>(); }
+TEST(CudaMetrics, Pattern3SameAsPortableF32) { run_pattern3<float>(); }
+TEST(CudaMetrics, Pattern3SameAsPortableF64) { run_pattern3<double>(); }
+
+// The full set through assess(): specialized against portable (a 3D field
+// with mask and fill, and a 2D one).
+TEST(CudaMetrics, AssessFullSetSameAsPortable) {
+  SpecGuard guard;
+  Kokkos::Cuda space;
+  for (const GridCase& g : {kGrids[0], kGrids[3]}) {
+    const Data<float> d = make_grid<float>(g, 7);
+    Kokkos::View<const float*, Mem> a = d.a, b = d.b;
+    Kokkos::View<const std::uint8_t*, Mem> m = d.m;
+    Shape3 s;
+    s.n[0] = g.n0;
+    s.n[1] = g.n1;
+    s.n[2] = g.n2;
+    s.rank = g.rank;
+    QualityConfig cfg;
+    cfg.fill_threshold = g.fill;
+    cuda_spec::set_enabled(false);
+    const QualityResult p = metrics::assess<Kokkos::Cuda, float>(space, a, b, s, cfg, m);
+    cuda_spec::set_enabled(true);
+    const QualityResult q = metrics::assess<Kokkos::Cuda, float>(space, a, b, s, cfg, m);
+    ASSERT_TRUE(p.has_stencil && q.has_stencil && p.has_ssim && q.has_ssim);
+    EXPECT_EQ(p.stencil_points, q.stencil_points);
+    EXPECT_EQ(p.der1_max, q.der1_max);
+    EXPECT_EQ(p.lap_max, q.lap_max);
+    EXPECT_NEAR(p.der2_avg, q.der2_avg, 1e-12 * p.der2_avg);
+    EXPECT_NEAR(p.div_avg, q.div_avg, 1e-12 * p.div_avg);
+    ASSERT_EQ(p.autocorr.size(), q.autocorr.size());
+    for (std::size_t k = 0; k < p.autocorr.size(); ++k) EXPECT_NEAR(p.autocorr[k], q.autocorr[k], 1e-9) << k;
+    EXPECT_EQ(p.ssim_windows, q.ssim_windows);
+    EXPECT_NEAR(p.ssim, q.ssim, 1e-9);
+    EXPECT_NEAR(p.ssim_min, q.ssim_min, 1e-9);
+  }
+}
+
 #else
 
 TEST(CudaMetrics, Pattern1SameAsPortableF32) { GTEST_SKIP() << "no CUDA in this build"; }
+TEST(CudaMetrics, Pattern2SameAsPortableF32) { GTEST_SKIP() << "no CUDA in this build"; }
+TEST(CudaMetrics, Pattern3SameAsPortableF32) { GTEST_SKIP() << "no CUDA in this build"; }
 
 #endif
 
