@@ -119,6 +119,35 @@ bool huffman_inflate(const Kokkos::Cuda& space, const std::uint32_t* words, std:
                      const std::uint64_t* chunk_offsets, std::uint32_t chunk_symbols, const InflateTables& t,
                      std::uint16_t* out, std::uint64_t n, std::uint32_t* status);
 
+// SZx (szx-ultrafast section V-B) with a warp per block: each lane owns 4
+// consecutive values per 128-value chunk (one 16-byte load, one leading-code
+// byte), min/max and the verbatim test by warp shuffles, mid-byte offsets by
+// a warp scan, and block offsets by one device scan. Same bytes as
+// szx::plan / szx::encode / szx::decode; false when the case is not handled
+// (the caller runs the portable path).
+struct SzxOffsets {
+  std::uint64_t lead, mid, verb;  // bytes (lead, mid) and values (verb) before a block
+};
+// kinds, medians (nb each) and offs (nb + 1, exclusive; offs[nb] = totals).
+template <class T>
+bool szx_plan(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block, double bound,
+              std::uint8_t* kinds, T* medians, SzxOffsets* offs, SzxOffsets& totals);
+template <class T>
+bool szx_encode(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block,
+                const std::uint8_t* kinds, const T* medians, const SzxOffsets* offs, std::uint8_t* lead,
+                std::uint8_t* mid, T* verb);
+// Decompression offsets: bad_kinds / bad_codes count the blocks whose kind
+// byte or leading codes are impossible (codes are read only if the lead
+// total matches lead_size). offs as szx_plan's.
+template <class T>
+bool szx_decode_offsets(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
+                        const std::uint8_t* lead, std::uint64_t lead_size, SzxOffsets* offs, SzxOffsets& totals,
+                        std::uint64_t& bad_kinds, std::uint64_t& bad_codes);
+template <class T>
+bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
+                const T* medians, const SzxOffsets* offs, const std::uint8_t* lead, const std::uint8_t* mid,
+                std::uint64_t mid_size, const T* verb, T* out);
+
 #endif  // KSZ_HAVE_CUDA
 
 }  // namespace ksz::cuda_spec

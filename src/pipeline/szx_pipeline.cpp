@@ -75,44 +75,73 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   const std::uint64_t nb = (n + block - 1) / block;
   Kokkos::View<std::uint8_t*, Mem> kinds(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
   Kokkos::View<T*, Mem> medians(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
-  Kokkos::View<std::uint64_t*, Mem> mid_count(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);
   const szx::Layout layout = szx::choose_layout<ExecSpace>(block, nb);
-  if (layout == szx::Layout::TeamPerBlock)
-    szx::plan_team<ExecSpace, T>(space, in, block, abs_bound, kinds, medians, mid_count);
-  else
-    szx::plan<ExecSpace, T>(space, in, block, abs_bound, kinds, medians, mid_count);
-  timer.mark("block plan");
+  std::uint64_t lead_total = 0, verb_total = 0, mid_total = 0;
+  Kokkos::View<std::uint8_t*, Mem> lead, mid;
+  Kokkos::View<T*, Mem> verb;
+  bool done = false;
+#if defined(KSZ_HAVE_CUDA)
+  // The warp-per-block specialization replaces the team layout (the thread
+  // layout stays portable: KSZ_SZX_LAYOUT=thread compares the two).
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    if (layout == szx::Layout::TeamPerBlock) {
+      Kokkos::View<cuda_spec::SzxOffsets*, Mem> offs(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::offsets")), nb + 1);
+      cuda_spec::SzxOffsets tot{};
+      if (cuda_spec::szx_plan<T>(space, in.data(), n, block, abs_bound, kinds.data(), medians.data(), offs.data(),
+                                 tot)) {
+        timer.mark("block plan+offsets");
+        lead_total = tot.lead, mid_total = tot.mid, verb_total = tot.verb;
+        lead = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead")), lead_total);
+        mid = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid")), mid_total);
+        verb = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::verbatim")), verb_total);
+        done = cuda_spec::szx_encode<T>(space, in.data(), n, block, kinds.data(), medians.data(), offs.data(),
+                                        lead.data(), mid.data(), verb.data());
+        KSZ_EXPECTS(done, "SZx CUDA encode refused a plan it made");
+        timer.mark("block encode");
+      }
+    }
+  }
+#endif
+  if (!done) {
+    Kokkos::View<std::uint64_t*, Mem> mid_count(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);
+    if (layout == szx::Layout::TeamPerBlock)
+      szx::plan_team<ExecSpace, T>(space, in, block, abs_bound, kinds, medians, mid_count);
+    else
+      szx::plan<ExecSpace, T>(space, in, block, abs_bound, kinds, medians, mid_count);
+    timer.mark("block plan");
 
-  Kokkos::View<std::uint64_t*, Mem> lead_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead_off")), nb + 1);
-  Kokkos::View<std::uint64_t*, Mem> mid_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_off")), nb + 1);
-  Kokkos::View<std::uint64_t*, Mem> verb_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::verb_off")), nb + 1);
-  const Kokkos::View<const std::uint8_t*, Mem> kc = kinds;
-  const auto lead_total = szx::exclusive_offsets(
-      space, nb,
-      KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t {
-        return szx::is_coded(kc(b)) ? (szx::block_len(b, n, block) + 3) / 4 : 0;
-      },
-      lead_off);
-  const auto verb_total = szx::exclusive_offsets(
-      space, nb,
-      KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t {
-        return kc(b) == szx::kVerbatim ? szx::block_len(b, n, block) : 0;
-      },
-      verb_off);
-  const Kokkos::View<const std::uint64_t*, Mem> mc = mid_count;
-  const auto mid_total = szx::exclusive_offsets(
-      space, nb, KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t { return mc(b); }, mid_off);
-  timer.mark("offsets");
+    Kokkos::View<std::uint64_t*, Mem> lead_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead_off")), nb + 1);
+    Kokkos::View<std::uint64_t*, Mem> mid_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_off")), nb + 1);
+    Kokkos::View<std::uint64_t*, Mem> verb_off(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::verb_off")), nb + 1);
+    const Kokkos::View<const std::uint8_t*, Mem> kc = kinds;
+    lead_total = szx::exclusive_offsets(
+        space, nb,
+        KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t {
+          return szx::is_coded(kc(b)) ? (szx::block_len(b, n, block) + 3) / 4 : 0;
+        },
+        lead_off);
+    verb_total = szx::exclusive_offsets(
+        space, nb,
+        KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t {
+          return kc(b) == szx::kVerbatim ? szx::block_len(b, n, block) : 0;
+        },
+        verb_off);
+    const Kokkos::View<const std::uint64_t*, Mem> mc = mid_count;
+    mid_total = szx::exclusive_offsets(
+        space, nb, KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t { return mc(b); }, mid_off);
+    timer.mark("offsets");
 
-  Kokkos::View<std::uint8_t*, Mem> lead(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead")), lead_total);
-  Kokkos::View<std::uint8_t*, Mem> mid(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid")), mid_total);
-  Kokkos::View<T*, Mem> verb(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::verbatim")), verb_total);
-  if (layout == szx::Layout::TeamPerBlock)
-    szx::encode_team<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
-  else
-    szx::encode<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
-  timer.mark("block encode");
+    lead = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::lead")), lead_total);
+    mid = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid")), mid_total);
+    verb = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::verbatim")), verb_total);
+    if (layout == szx::Layout::TeamPerBlock)
+      szx::encode_team<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
+    else
+      szx::encode<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
+    timer.mark("block encode");
+  }
 
   const HostBytes kinds_h = host_bytes(kinds, nb);
   const HostBytes med_h = host_bytes(medians, nb);
@@ -192,6 +221,44 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const auto verb = impl::to_device<T>(space, verb_seg, verb_seg.size / sizeof(T), "SZx verbatim");
   timer.mark("copy to device");
 
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock) {
+      Kokkos::View<cuda_spec::SzxOffsets*, Mem> offs(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::offsets")), nb + 1);
+      cuda_spec::SzxOffsets tot{};
+      std::uint64_t bad_kinds = 0, bad_codes = 0;
+      if (cuda_spec::szx_decode_offsets<T>(space, n, block, kinds.data(), lead.data(), lead_seg.size, offs.data(),
+                                           tot, bad_kinds, bad_codes)) {
+        // The portable path's checks, in its order.
+        KSZ_STREAM_CHECK(bad_kinds == 0, "SZx block kind out of range");
+        KSZ_STREAM_CHECK(tot.lead == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
+                         " bytes, the block kinds say ", tot.lead);
+        KSZ_STREAM_CHECK(tot.verb * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
+                         " bytes, the block kinds say ", tot.verb * sizeof(T));
+        KSZ_STREAM_CHECK(bad_codes == 0, "SZx leading code longer than its value");
+        KSZ_STREAM_CHECK(tot.mid == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
+                         " bytes, the leading codes say ", tot.mid);
+        timer.mark("offsets");
+        if (out.extent(0) != n || out.data() == nullptr)
+          out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
+        const bool ok = cuda_spec::szx_decode<T>(space, n, block, kinds.data(), medians.data(), offs.data(),
+                                                 lead.data(), mid.data(), mid_seg.size, verb.data(), out.data());
+        KSZ_EXPECTS(ok, "SZx CUDA decode refused offsets it made");
+        timer.mark("block decode");
+        if (report) {
+          report->elements = n;
+          report->input_bytes = n * sizeof(T);
+          report->verbatim = tot.verb;
+          report->abs_bound = h.abs_bound;
+          report->value_min = h.value_min;
+          report->value_max = h.value_max;
+        }
+        return;
+      }
+    }
+  }
+#endif
   const Kokkos::View<const std::uint8_t*, Mem> kc = kinds;
   KSZ_STREAM_CHECK(szx::count_bad_kinds<ExecSpace>(space, kc, szx::Bits<T>::kSignExp, szx::Bits<T>::kTotal) == 0,
                    "SZx block kind out of range");
