@@ -577,11 +577,14 @@ namespace impl {
 inline std::vector<StageStat> stage_medians(const std::vector<std::vector<StageTime>>& reps) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<double>> t;
-  for (auto& r : reps)
+  for (auto& r : reps) {
+    std::map<std::string, double> sum;  // a stage may end in several pieces (e.g. copy to device)
     for (auto& s : r) {
-      if (!t.count(s.name)) order.push_back(s.name);
-      t[s.name].push_back(s.seconds);
+      if (!t.count(s.name) && !sum.count(s.name)) order.push_back(s.name);
+      sum[s.name] += s.seconds;
     }
+    for (auto& [name, sec] : sum) t[name].push_back(sec);
+  }
   std::vector<StageStat> out;
   for (auto& n : order) out.push_back({n, median(t[n])});
   return out;

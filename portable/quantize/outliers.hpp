@@ -28,6 +28,10 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_indices(
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   using Member = typename Policy::member_type;
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  if (n == 0) {
+    KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == 0, "internal: compaction count mismatch");
+    return Kokkos::View<std::uint64_t*, Mem>(std::string(label), 0);
+  }
   const std::uint64_t nblocks = (n + kCompactBlock - 1) / kCompactBlock;
   Kokkos::View<std::uint64_t*, Mem> offsets(Kokkos::view_alloc(Kokkos::WithoutInitializing,
                                                                 std::string(label) + "_offsets"),

@@ -14,18 +14,40 @@ namespace ksz::pipeline {
 namespace impl {
 
 // Decoded codes to residuals (code - radius; code 0 -> `unset`, to be filled
-// from the outlier and verbatim lists), counting the code-0 positions.
-template <class Mem>
-struct CodesToResiduals {
-  Kokkos::View<const std::uint16_t*, Mem> codes;
-  Kokkos::View<std::int32_t*, Mem> qv;
-  std::int32_t rad, unset;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t i, std::uint64_t& zeros) const {
-    const std::int32_t c = codes(i);
-    qv(i) = c == 0 ? unset : c - rad;
-    zeros += c == 0 ? 1 : 0;
+// from the outlier and verbatim lists); returns the number of code-0
+// positions. Counted by teams as spline::residual_spread counts.
+template <class ExecSpace>
+std::uint64_t codes_to_residuals(const ExecSpace& space,
+                                 Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                                 Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv, std::int32_t rad,
+                                 std::int32_t unset) {
+  using Mem = typename ExecSpace::memory_space;
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using Member = typename Policy::member_type;
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  constexpr std::uint64_t slice = spline::kCountSlice;
+  const std::uint64_t n = codes.extent(0);
+  Kokkos::View<std::uint64_t, Mem> zeros("ksz::interp::zeros");
+  if (n > 0) {
+    Policy policy(space, static_cast<int>((n + slice - 1) / slice), host ? 1 : 256);
+    Kokkos::parallel_for(
+        "ksz::interp::codes_to_residuals", policy, KOKKOS_LAMBDA(const Member& team) {
+          const std::uint64_t begin = static_cast<std::uint64_t>(team.league_rank()) * slice;
+          const std::uint64_t end = begin + slice < n ? begin + slice : n;
+          std::uint32_t z = 0;
+          for (std::uint64_t i = begin + team.team_rank(); i < end; i += team.team_size()) {
+            const std::int32_t c = codes(i);
+            qv(i) = c == 0 ? unset : c - rad;
+            z += c == 0 ? 1u : 0u;
+          }
+          if (z) Kokkos::atomic_add(&zeros(), static_cast<std::uint64_t>(z));  // rare: outliers only
+        });
   }
-};
+  std::uint64_t h = 0;
+  Kokkos::deep_copy(space, h, zeros);
+  space.fence();
+  return h;
+}
 
 inline spline::Shape spline_shape(const Dims& dims) {
   const Shape3 s = effective_shape(dims);
@@ -137,26 +159,45 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     timer.mark("radius choice");
   }
 
+  // Outlier and verbatim lists: the code-0 positions in one compaction over
+  // the codes, then split by their residual (a compaction over that short list).
+  const auto zero_idx = outliers::compact_indices(
+      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index");
+  const std::uint64_t n_zero = zero_idx.extent(0);
+  const auto out_at = outliers::compact_indices(
+      space, n_zero, KOKKOS_LAMBDA(const std::uint64_t j) { return qv(zero_idx(j)) != spline::kVerbatim; },
+      "ksz::outlier_at");
+  const auto verb_at = outliers::compact_indices(
+      space, n_zero, KOKKOS_LAMBDA(const std::uint64_t j) { return qv(zero_idx(j)) == spline::kVerbatim; },
+      "ksz::verbatim_at");
+  Kokkos::View<std::uint64_t*, Mem> out_idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_index"),
+                                            out_at.extent(0));
+  Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
+                                           out_at.extent(0));
+  Kokkos::parallel_for(
+      "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_at.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t j) {
+        const std::uint64_t i = zero_idx(out_at(j));
+        out_idx(j) = i;
+        out_val(j) = qv(i);
+      });
+  Kokkos::View<std::uint64_t*, Mem> verb_idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_index"),
+                                             verb_at.extent(0));
+  Kokkos::View<T*, Mem> verb_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
+                                 verb_at.extent(0));
+  Kokkos::parallel_for(
+      "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_at.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t j) {
+        const std::uint64_t i = zero_idx(verb_at(j));
+        verb_idx(j) = i;
+        verb_val(j) = in(i);
+      });
+  timer.mark("outliers");
+
+  // Its last stage ends before the Huffman segments' copy to the host, which
+  // therefore counts in gather+container, as in the other pipelines.
   const auto huff =
       huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, opt.lossless, timer, report);
-
-  const auto out_idx = outliers::compact_indices(
-      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0 && qv(i) != spline::kVerbatim; },
-      "ksz::outlier_index");
-  Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
-                                           out_idx.extent(0));
-  Kokkos::parallel_for(
-      "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = qv(out_idx(j)); });
-  const auto verb_idx = outliers::compact_indices(
-      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return qv(i) == spline::kVerbatim; },
-      "ksz::verbatim_index");
-  Kokkos::View<T*, Mem> verb_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
-                                 verb_idx.extent(0));
-  Kokkos::parallel_for(
-      "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_idx.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t j) { verb_val(j) = in(verb_idx(j)); });
-  timer.mark("outliers");
 
   const auto oi = pack_indices(out_idx, n);
   const auto ov = to_host_bytes(out_val, out_val.extent(0));
@@ -245,8 +286,8 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   auto ov = to_device<std::int32_t>(space, s.require(SegmentId::OutlierValue), n_out, "outlier values");
   auto vi = unpack_indices(space, s.require(SegmentId::VerbatimIndex), n_verb, n, "verbatim");
   auto vv = to_device<T>(space, s.require(SegmentId::VerbatimValue), n_verb, "verbatim values");
-  timer.mark("copy to device");
-  const auto codes = huffman_decode_codes<ExecSpace>(space, s, n, radius, hchunk);
+  // Marks "copy to device" (the lists above and the Huffman words) and "lossless decode".
+  const auto codes = huffman_decode_codes<ExecSpace>(space, s, n, radius, hchunk, timer);
   timer.mark("huffman decode");
 
   // Residuals: code - radius, outliers and verbatim markers scattered into
@@ -254,9 +295,7 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   constexpr std::int32_t kUnset = spline::kVerbatim + 1;
   Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
   const std::int32_t rad = static_cast<std::int32_t>(radius);
-  std::uint64_t zeros = 0;
-  Kokkos::parallel_reduce("ksz::interp::codes_to_residuals", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
-                          impl::CodesToResiduals<Mem>{codes, qv, rad, kUnset}, zeros);
+  const std::uint64_t zeros = codes_to_residuals<ExecSpace>(space, codes, qv, rad, kUnset);
   // The lists are strictly increasing (unpack_indices), land on code-0
   // positions only and never on each other (checked below), so they cover
   // every code-0 position exactly when their lengths add up to the count.

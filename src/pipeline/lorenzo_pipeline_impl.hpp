@@ -236,8 +236,7 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   const std::uint64_t n_chunks = (n + hchunk - 1) / hchunk;
 
   StageTimer<ExecSpace> timer(space, report);
-  auto words = huffman_words<ExecSpace>(space, s, n_words);
-  if (h.lossless != LosslessId::None) timer.mark("lossless decode");
+  auto words = huffman_words<ExecSpace>(space, s, n_words, timer);
   const auto& len_seg = s.require(SegmentId::HuffmanLengths);
   KSZ_STREAM_CHECK(len_seg.size == 2ull * radius, "codebook has ", len_seg.size, " lengths, expected ",
                    2ull * radius);

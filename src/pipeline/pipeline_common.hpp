@@ -270,19 +270,34 @@ inline std::uint64_t huffman_word_count(const container::Parsed& s) {
 }
 
 // The Huffman words on the device: segment 3 copied, or decoded by the pass.
-template <class ExecSpace>
+// A timer that records nothing (callers without stage reports).
+struct NoStages {
+  void mark(const char*) {}
+};
+
+// Ends stage "copy to device" once the segment is on the device, and stage
+// "lossless decode" after undoing the pass, if any: transfers and kernels
+// stay apart in the stage reports.
+template <class ExecSpace, class Timer = NoStages>
 Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> huffman_words(const ExecSpace& space,
                                                                              const container::Parsed& s,
-                                                                             std::uint64_t n_words) {
+                                                                             std::uint64_t n_words,
+                                                                             Timer&& timer = NoStages{}) {
   using Mem = typename ExecSpace::memory_space;
   const auto& seg = s.require(SegmentId::HuffmanWords);
-  if (s.header.lossless == LosslessId::None) return to_device<std::uint32_t>(space, seg, n_words, "Huffman words");
+  if (s.header.lossless == LosslessId::None) {
+    auto words = to_device<std::uint32_t>(space, seg, n_words, "Huffman words");
+    timer.mark("copy to device");
+    return words;
+  }
   const auto payload = to_device<std::uint8_t>(space, seg, seg.size, "lossless payload");
+  timer.mark("copy to device");
   Kokkos::View<std::uint32_t*, Mem> words(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman_words"),
                                           n_words);
   const Kokkos::View<std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
       reinterpret_cast<std::uint8_t*>(words.data()), n_words * 4);
   lossless::decode<ExecSpace>(space, payload, bytes);
+  timer.mark("lossless decode");
   return words;
 }
 
@@ -323,10 +338,10 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
 
 // Inverse of huffman_encode_codes with the Lorenzo pipeline's stream checks:
 // n codes in [0, 2*radius).
-template <class ExecSpace>
+template <class ExecSpace, class Timer>
 Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_codes(
     const ExecSpace& space, const container::Parsed& s, std::uint64_t n, std::uint32_t radius,
-    std::uint32_t hchunk) {
+    std::uint32_t hchunk, Timer& timer) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint64_t n_words = huffman_word_count(s);
   // Every symbol takes at least one bit: no absurd allocation from a lying header.
@@ -338,9 +353,9 @@ Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_co
                    2ull * radius);
   const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
-  auto words = huffman_words<ExecSpace>(space, s, n_words);
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
+  auto words = huffman_words<ExecSpace>(space, s, n_words, timer);
   Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
   huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes);
   return codes;

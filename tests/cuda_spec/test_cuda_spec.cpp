@@ -70,6 +70,48 @@ void run_matrix() {
 TEST(CudaSpecializations, SameBytesAsPortableF32) { run_matrix<float>(); }
 TEST(CudaSpecializations, SameBytesAsPortableF64) { run_matrix<double>(); }
 
+// SZx (szx_cuda.cpp: warp per block) and interpolation (the Huffman and
+// value-range specializations under another predictor): partial last blocks,
+// every block size the CLI takes, constant and verbatim blocks, both types.
+template <class T>
+void run_other_predictors() {
+  struct Case {
+    std::vector<std::uint64_t> ext;
+    Pattern p;
+    double bound;
+    PredictorId pred;
+    std::uint32_t block;
+  };
+  const Case cases[] = {
+      {{64, 48, 40}, Pattern::Noisy, 1e-3, PredictorId::SZx, 128},
+      {{37, 19, 23}, Pattern::Spiky, 1e-4, PredictorId::SZx, 64},    // partial last block
+      {{300, 201}, Pattern::Smooth, 1e-2, PredictorId::SZx, 256},
+      {{100003}, Pattern::Fill, 1e-3, PredictorId::SZx, 1000},
+      {{16, 16, 16}, Pattern::Constant, 1e-3, PredictorId::SZx, 128},  // constant blocks only
+      {{200000}, Pattern::Noisy, 1e-6, PredictorId::SZx, 32},          // tight bound: verbatim blocks
+      {{64, 48, 40}, Pattern::Smooth, 1e-3, PredictorId::Interp, 0},
+      {{37, 19, 23}, Pattern::Spiky, 1e-4, PredictorId::Interp, 0},
+      {{300, 201}, Pattern::Noisy, 1e-5, PredictorId::Interp, 0},
+      {{100003}, Pattern::Smooth, 1e-3, PredictorId::Interp, 0},
+  };
+  for (const Case& c : cases) {
+    const Dims d = dims_of(c.ext);
+    std::vector<T> f = make_field<T>(c.p, d, 5);
+    f[f.size() / 2] = std::numeric_limits<T>::quiet_NaN();  // a verbatim element / block
+    Options opt;
+    opt.mode = ErrorMode::REL;
+    opt.bound = c.bound;
+    opt.predictor = c.pred;
+    if (c.block) opt.szx_block = c.block;
+    expect_same_as_portable(f, d, opt,
+                            std::string(c.pred == PredictorId::SZx ? "szx b" + std::to_string(c.block) : "interp") +
+                                " " + name(c.p) + " " + std::to_string(d.count()));
+  }
+}
+
+TEST(CudaSpecializations, OtherPredictorsSameBytesF32) { run_other_predictors<float>(); }
+TEST(CudaSpecializations, OtherPredictorsSameBytesF64) { run_other_predictors<double>(); }
+
 TEST(CudaSpecializations, ValueRangeWithoutFiniteValues) {
   const Dims d = dims_of({5000});
   std::vector<float> f(d.count(), std::numeric_limits<float>::quiet_NaN());
