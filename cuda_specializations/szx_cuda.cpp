@@ -66,7 +66,7 @@ __device__ __forceinline__ int valid_of(std::uint32_t i0, std::uint32_t len) {
 // Kind, median and counts per block (szx::plan_block), counts[nb] = 0.
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    plan_kernel(const T* __restrict__ in, std::uint64_t n, std::uint32_t block, std::uint64_t nb, double e,
+    plan_kernel(const T* __restrict__ in, std::uint64_t n, std::uint32_t block, std::uint64_t nb, double e, T ef,
                 std::uint8_t* __restrict__ kinds, T* __restrict__ medians, SzxOffsets* __restrict__ counts) {
   using U = typename szx::Bits<T>::U;
   const std::uint64_t b = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
@@ -116,17 +116,34 @@ __global__ void __launch_bounds__(kThreads)
         for (int q = 0; q < 4; ++q) code[q] = q < valid ? szx::code_of<T>(v[q], m, shift) : U(0);
         const U up = __shfl_up_sync(warp::kFull, code[3], 1);
         U prev = lane == 0 ? carry : up;
+        // The bound by the fast test in T (szx::host::fast_bound: passing it
+        // proves within()); the exact test only for blocks where it fails.
 #pragma unroll
         for (int q = 0; q < 4; ++q)
           if (q < valid) {
-            ok = ok && szx::within(static_cast<double>(v[q]),
-                                   static_cast<double>(szx::value_of<T>(code[q], m, shift)), e);
+            const T d = v[q] - szx::value_of<T>(code[q], m, shift);
+            ok = ok && (d < 0 ? -d : d) <= ef;
             mid += static_cast<std::uint64_t>(nbytes - szx::leading_bytes<U>(code[q], prev, nbytes));
             prev = code[q];
           }
         carry = __shfl_sync(warp::kFull, code[3], 31);
       }
       mid = warp::reduce_add(mid);
+      if (!__all_sync(warp::kFull, ok)) {
+        ok = true;
+        for (std::uint32_t c = 0; c < len; c += kChunk) {
+          const std::uint32_t i0 = c + 4 * lane;
+          const int valid = valid_of(i0, len);
+          T v[4];
+          load4(in + begin + i0, valid, v);
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            if (q < valid)
+              ok = ok && szx::within(static_cast<double>(v[q]),
+                                     static_cast<double>(szx::value_of<T>(szx::code_of<T>(v[q], m, shift), m, shift)),
+                                     e);
+        }
+      }
       if (__all_sync(warp::kFull, ok)) {
         kind = static_cast<std::uint8_t>(hd.len_bits);
         med = m;
@@ -439,7 +456,8 @@ bool szx_plan(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint
   const cudaStream_t st = space.cuda_stream();
   Scratch counts(st, (nb + 1) * sizeof(SzxOffsets));
   auto* cnt = static_cast<SzxOffsets*>(counts.p);
-  plan_kernel<T><<<grid_of(nb), kThreads, 0, st>>>(in, n, block, nb, bound, kinds, medians, cnt);
+  plan_kernel<T><<<grid_of(nb), kThreads, 0, st>>>(in, n, block, nb, bound, szx::host::fast_bound(bound, T()), kinds,
+                                                    medians, cnt);
   check(cudaGetLastError(), "szx plan_kernel");
   scan_offsets(st, cnt, offs, nb + 1);
   totals = read_total(st, offs, nb);
