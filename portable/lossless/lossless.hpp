@@ -573,6 +573,62 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   return res;
 }
 
+// Whether encode(words as bytes, method, log2_block) is bound to give at
+// least n_words * 4 bytes, so that a caller keeping the pass only where it
+// shrinks the data can skip it (same stream, one read instead of the pass).
+// A coded block stores its nonzero units (nz * unit bytes) and, above them, a
+// bitmap level with at least one nonzero byte per 8 nonzero units: at least
+// nz * unit + ceil(nz / 8) bytes, or its raw length when that is less; the
+// payload adds kHeaderBytes and 4 bytes per block. Nonzero units are counted
+// exactly per block, on the device, and the bound is summed on the host.
+template <class ExecSpace>
+bool cannot_shrink(const ExecSpace& space,
+                   Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words, Method method,
+                   int log2_block = kLog2BlockDefault) {
+  using Mem = typename ExecSpace::memory_space;
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using TeamMember = typename Policy::member_type;
+  const std::uint64_t n_words = words.extent(0), n = n_words * 4;
+  if (n == 0) return true;
+  KSZ_EXPECTS(log2_block >= kLog2BlockMin && log2_block <= kLog2BlockMax, "lossless: block size 2^", log2_block,
+              " out of range");
+  const std::uint64_t bsize = std::uint64_t(1) << log2_block;  // bytes, a multiple of 4
+  const std::uint64_t nb = (n + bsize - 1) / bsize;
+  const std::uint64_t wpb = bsize / 4;  // words per block
+  const bool bytes = method == Method::ZeroBytes;
+  Kokkos::View<std::uint32_t*, Mem> nz(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::nonzero"), nb);
+  Kokkos::parallel_for(
+      "ksz::lossless::count_nonzero", Policy(space, static_cast<int>(nb), impl::team_size<ExecSpace>()),
+      KOKKOS_LAMBDA(const TeamMember& t) {
+        const std::uint64_t b = static_cast<std::uint64_t>(t.league_rank());
+        const std::uint64_t begin = b * wpb, end = begin + wpb < n_words ? begin + wpb : n_words;
+        std::uint32_t c = 0;
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(t, begin, end),
+            [&](const std::uint64_t i, std::uint32_t& acc) {
+              const std::uint32_t w = words(i);
+              if (!bytes) {
+                acc += w != 0 ? 1u : 0u;
+                return;
+              }
+              // High bit of each zero byte of w, then their count.
+              const std::uint32_t z = ~(((w & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w | 0x7F7F7F7Fu);
+              acc += 4u - ((((z >> 7) & 0x01010101u) * 0x01010101u) >> 24);
+            },
+            c);
+        Kokkos::single(Kokkos::PerTeam(t), [&]() { nz(b) = c; });
+      });
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), nz);
+  const std::uint64_t unit = bytes ? 1 : 4;
+  std::uint64_t bound = kHeaderBytes + 4 * nb;
+  for (std::uint64_t b = 0; b < nb; ++b) {
+    const std::uint64_t len = b + 1 < nb ? bsize : n - b * bsize;
+    const std::uint64_t coded = h(b) * unit + (h(b) + 7) / 8;
+    bound += coded < len ? coded : len;
+  }
+  return bound >= n;
+}
+
 // Decodes a payload already in ExecSpace's memory into `out`, which must hold
 // exactly the payload's raw length (inspect() reads it). Safe on hostile input:
 // reads stay inside the payload, writes inside out. Throws ksz::CorruptStream

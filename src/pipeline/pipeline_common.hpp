@@ -233,16 +233,24 @@ std::vector<std::uint8_t> words_segment(const ExecSpace& space,
   using Mem = typename ExecSpace::memory_space;
   applied = LosslessId::None;
   std::vector<std::uint8_t> out;
-  if (pass != LosslessId::None && n_words > 0) {
+  // The pass is kept only where it shrinks the bitstream; a count of nonzero
+  // units first rules out, exactly, the streams it cannot shrink (dense
+  // Huffman output at low ratios), which then skip it: same stream either way.
+  const bool attempt = pass != LosslessId::None && n_words > 0 &&
+                       !lossless::cannot_shrink<ExecSpace>(
+                           space, Kokkos::subview(words, std::make_pair(std::uint64_t(0), n_words)),
+                           static_cast<lossless::Method>(pass), lossless::kLog2BlockDefault);
+  lossless::Encoded<ExecSpace> enc;
+  if (attempt) {
     const Kokkos::View<const std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
         reinterpret_cast<const std::uint8_t*>(words.data()), n_words * 4);
-    const auto enc = lossless::encode<ExecSpace>(space, bytes, static_cast<lossless::Method>(pass),
-                                                  lossless::kLog2BlockDefault, n_words * 4);
-    timer.mark("lossless pass");  // encode fenced: it read the coded size back
-    if (enc.size < n_words * 4) {
-      applied = pass;
-      out = to_host_bytes(enc.bytes, enc.size);
-    }
+    enc = lossless::encode<ExecSpace>(space, bytes, static_cast<lossless::Method>(pass), lossless::kLog2BlockDefault,
+                                      n_words * 4);
+  }
+  if (pass != LosslessId::None) timer.mark("lossless pass");  // fenced: sizes were read back
+  if (attempt && enc.size < n_words * 4) {
+    applied = pass;
+    out = to_host_bytes(enc.bytes, enc.size);
   }
   if (applied == LosslessId::None) out = to_host_bytes(words, n_words);
   if (report) {

@@ -114,6 +114,49 @@ TYPED_TEST(Lossless, ZerosShrinkAndNoiseStaysRaw) {
   EXPECT_LT(sparse.size(), n / 3);
 }
 
+// cannot_shrink() lets callers skip the pass: it must never say so of a
+// buffer the pass shrinks. Zero densities around the break-even (about 1/9 of
+// the units) and blocks that differ from each other, both methods and block
+// sizes; the all-zero and all-nonzero ends must be decided the obvious way.
+template <class Space>
+bool cannot_shrink_on(const Bytes& in, Method m, int log2_block) {
+  using Mem = typename Space::memory_space;
+  Kokkos::View<std::uint32_t*, Mem> d("words", in.size() / 4);
+  Kokkos::View<const std::uint32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
+      reinterpret_cast<const std::uint32_t*>(in.data()), in.size() / 4);
+  Kokkos::deep_copy(d, h);
+  return ksz::lossless::cannot_shrink<Space>(Space(), d, m, log2_block);
+}
+
+TYPED_TEST(Lossless, CannotShrinkNeverRulesOutAShrinkingBuffer) {
+  int ruled_out = 0, shrunk = 0;
+  for (Method m : {Method::ZeroBytes, Method::ZeroWords})
+    for (int log2_block : {10, 13})
+      for (double p : {0.0, 0.05, 0.09, 0.1, 0.105, 0.11, 0.115, 0.12, 0.13, 0.2, 0.5, 0.9, 1.0})
+        for (u64 n : {u64(4), u64(8192), u64(8196), u64(5 * 8192 + 12), u64(100000)}) {
+          Bytes in(n);
+          std::mt19937_64 rng(static_cast<std::uint64_t>(p * 1000) + n + log2_block);
+          std::uniform_real_distribution<double> u(0, 1);
+          const u64 unit = m == Method::ZeroBytes ? 1 : 4;
+          for (u64 i = 0; i < n; i += unit) {
+            // Half the blocks at density p, half at p / 2: sums over blocks matter.
+            const double q = ((i >> log2_block) % 2) ? p / 2 : p;
+            const bool zero = u(rng) < q;
+            for (u64 j = i; j < i + unit && j < n; ++j) in[j] = zero ? 0 : static_cast<u8>(1 + rng() % 255);
+          }
+          const bool skip = cannot_shrink_on<TypeParam>(in, m, log2_block);
+          const u64 size = encode_on<TypeParam>(in, m, log2_block).size();
+          ruled_out += skip;
+          shrunk += size < n;
+          if (skip)
+            EXPECT_GE(size, n) << "method " << int(m) << " block 2^" << log2_block << " p " << p << " n " << n;
+          if (p == 0.0) EXPECT_TRUE(skip) << "no zero unit at all, n " << n;
+          if (p == 1.0 && n >= 8192) EXPECT_FALSE(skip) << "all zero, n " << n;
+        }
+  EXPECT_GT(ruled_out, 20);  // the bound is useful, not vacuous
+  EXPECT_GT(shrunk, 20);
+}
+
 // Every backend writes the bytes Serial writes.
 TYPED_TEST(Lossless, SameBytesAsSerial) {
   for (Method m : {Method::ZeroBytes, Method::ZeroWords})
