@@ -35,7 +35,9 @@ std::uint64_t codes_to_residuals(const ExecSpace& space,
           const std::uint64_t begin = static_cast<std::uint64_t>(team.league_rank()) * slice;
           const std::uint64_t end = begin + slice < n ? begin + slice : n;
           std::uint32_t z = 0;
-          for (std::uint64_t i = begin + team.team_rank(); i < end; i += team.team_size()) {
+          // Host teams are one thread: a literal stride of 1 lets the compiler vectorize.
+          const std::uint64_t stride = host ? 1 : static_cast<std::uint64_t>(team.team_size());
+          for (std::uint64_t i = begin + (host ? 0 : team.team_rank()); i < end; i += stride) {
             const std::int32_t c = codes(i);
             qv(i) = c == 0 ? unset : c - rad;
             z += c == 0 ? 1u : 0u;

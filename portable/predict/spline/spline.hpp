@@ -342,7 +342,9 @@ Spread residual_spread(const ExecSpace& space,
           const std::uint64_t begin = static_cast<std::uint64_t>(team.league_rank()) * kCountSlice;
           const std::uint64_t end = begin + kCountSlice < n ? begin + kCountSlice : n;
           std::uint32_t core = 0, bucket[nb] = {};
-          for (std::uint64_t i = begin + team.team_rank(); i < end; i += team.team_size()) {
+          // Host teams are one thread: a literal stride of 1 lets the compiler vectorize.
+          const std::uint64_t stride = host ? 1 : static_cast<std::uint64_t>(team.team_size());
+          for (std::uint64_t i = begin + (host ? 0 : team.team_rank()); i < end; i += stride) {
             const std::int32_t q = qv(i);
             if (q == kVerbatim) continue;
             const std::uint32_t a = q < 0 ? 0u - static_cast<std::uint32_t>(q) : static_cast<std::uint32_t>(q);
