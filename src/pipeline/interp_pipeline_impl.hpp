@@ -22,22 +22,15 @@ std::uint64_t codes_to_residuals(const ExecSpace& space,
                                  Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv, std::int32_t rad,
                                  std::int32_t unset) {
   using Mem = typename ExecSpace::memory_space;
-  using Policy = Kokkos::TeamPolicy<ExecSpace>;
-  using Member = typename Policy::member_type;
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
-  constexpr std::uint64_t slice = spline::kCountSlice;
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
   const std::uint64_t n = codes.extent(0);
   Kokkos::View<std::uint64_t, Mem> zeros("ksz::interp::zeros");
   if (n > 0) {
-    Policy policy(space, static_cast<int>((n + slice - 1) / slice), host ? 1 : 256);
     Kokkos::parallel_for(
-        "ksz::interp::codes_to_residuals", policy, KOKKOS_LAMBDA(const Member& team) {
-          const std::uint64_t begin = static_cast<std::uint64_t>(team.league_rank()) * slice;
-          const std::uint64_t end = begin + slice < n ? begin + slice : n;
+        "ksz::interp::codes_to_residuals", spline::slice_teams(space, n), KOKKOS_LAMBDA(const Member& team) {
           std::uint32_t z = 0;
-          // Host teams are one thread: a literal stride of 1 lets the compiler vectorize.
-          const std::uint64_t stride = host ? 1 : static_cast<std::uint64_t>(team.team_size());
-          for (std::uint64_t i = begin + (host ? 0 : team.team_rank()); i < end; i += stride) {
+          const spline::SliceWalk w = spline::slice_walk<Mem>(team, n);
+          for (std::uint64_t i = w.first; i < w.end; i += w.stride) {
             const std::int32_t c = codes(i);
             qv(i) = c == 0 ? unset : c - rad;
             z += c == 0 ? 1u : 0u;

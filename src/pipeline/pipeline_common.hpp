@@ -11,13 +11,10 @@
 #include <type_traits>
 #include <vector>
 
-#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
-#include <emmintrin.h>
-#endif
-
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/encode/huffman/huffman.hpp"
+#include "portable/simd/sse2.hpp"
 #include "portable/histogram/histogram.hpp"
 #include "portable/lossless/lossless.hpp"
 #include "portable/quantize/outliers.hpp"
@@ -62,35 +59,37 @@ inline void finite_min_max(const T* x, std::uint64_t n, T& mn, T& mx) {
     mx = (f && v > mx) ? v : mx;
   }
 }
-#if defined(__SSE2__) && !defined(__CUDA_ARCH__)
-// SSE2 (the x86-64 baseline), as compilers do not vectorize a float min/max
-// without -ffinite-math-only: v + (v - v) turns NaN and Inf into NaN (and -0
-// into +0), which min(v, acc) and max(v, acc) skip (they return the second
-// operand when the first is NaN).
-#define KSZ_FINITE_MIN_MAX_SSE2(T, V, W, set1, loadu, add, sub, min, max, storeu)                   \
-  inline void finite_min_max(const T* x, std::uint64_t n, T& mn, T& mx) {                             \
-    V lo[2] = {set1(mn), set1(mn)}, hi[2] = {set1(mx), set1(mx)};                                     \
-    std::uint64_t i = 0;                                                                              \
-    for (; i + 2 * (W) <= n; i += 2 * (W))                                                            \
-      for (int j = 0; j < 2; ++j) {                                                                   \
-        const V v = loadu(x + i + j * (W));                                                           \
-        const V u = add(v, sub(v, v));                                                                \
-        lo[j] = min(u, lo[j]);                                                                        \
-        hi[j] = max(u, hi[j]);                                                                        \
-      }                                                                                               \
-    T a[2 * (W)], b[2 * (W)];                                                                         \
-    storeu(a, lo[0]), storeu(a + (W), lo[1]), storeu(b, hi[0]), storeu(b + (W), hi[1]);                 \
-    for (int j = 0; j < 2 * (W); ++j) {                                                               \
-      mn = a[j] < mn ? a[j] : mn;                                                                     \
-      mx = b[j] > mx ? b[j] : mx;                                                                     \
-    }                                                                                                 \
-    finite_min_max<T>(x + i, n - i, mn, mx);                                                          \
+#ifdef KSZ_HAVE_SSE2
+// SSE2, as compilers do not vectorize a float min/max without
+// -ffinite-math-only: v + (v - v) turns NaN and Inf into NaN (and -0 into +0),
+// which min(v, acc) and max(v, acc) skip (they return the second operand when
+// the first is NaN).
+template <class T, class S = simd::Sse2<T>>
+inline void finite_min_max_sse2(const T* x, std::uint64_t n, T& mn, T& mx) {
+  constexpr std::uint32_t W = S::kWidth;
+  typename S::V lo[2] = {S::set1(mn), S::set1(mn)}, hi[2] = {S::set1(mx), S::set1(mx)};
+  std::uint64_t i = 0;
+  for (; i + 2 * W <= n; i += 2 * W)
+    for (std::uint32_t j = 0; j < 2; ++j) {
+      const typename S::V v = S::load(x + i + j * W);
+      const typename S::V u = S::add(v, S::sub(v, v));
+      lo[j] = S::min(u, lo[j]);
+      hi[j] = S::max(u, hi[j]);
+    }
+  T a[2 * W], b[2 * W];
+  S::store(a, lo[0]), S::store(a + W, lo[1]), S::store(b, hi[0]), S::store(b + W, hi[1]);
+  for (std::uint32_t j = 0; j < 2 * W; ++j) {
+    mn = a[j] < mn ? a[j] : mn;
+    mx = b[j] > mx ? b[j] : mx;
   }
-KSZ_FINITE_MIN_MAX_SSE2(float, __m128, 4, _mm_set1_ps, _mm_loadu_ps, _mm_add_ps, _mm_sub_ps, _mm_min_ps, _mm_max_ps,
-                        _mm_storeu_ps)
-KSZ_FINITE_MIN_MAX_SSE2(double, __m128d, 2, _mm_set1_pd, _mm_loadu_pd, _mm_add_pd, _mm_sub_pd, _mm_min_pd,
-                        _mm_max_pd, _mm_storeu_pd)
-#undef KSZ_FINITE_MIN_MAX_SSE2
+  finite_min_max<T>(x + i, n - i, mn, mx);
+}
+inline void finite_min_max(const float* x, std::uint64_t n, float& mn, float& mx) {
+  finite_min_max_sse2(x, n, mn, mx);
+}
+inline void finite_min_max(const double* x, std::uint64_t n, double& mn, double& mx) {
+  finite_min_max_sse2(x, n, mn, mx);
+}
 #endif
 
 template <class ExecSpace, class T>

@@ -305,10 +305,10 @@ constexpr std::uint64_t kPerIter = 8;
 // on GPUs c + k iters, so that each of the k loads is coalesced across the
 // threads of a warp; on host backends the contiguous c kPerIter + k, so that
 // a thread streams through one range. Out of range when >= n.
-template <class Mem, std::uint64_t Per = kPerIter>
+template <class Mem>
 KOKKOS_INLINE_FUNCTION std::uint64_t iter_element(std::uint64_t c, std::uint64_t k, std::uint64_t iters) {
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
-  return host ? c * Per + k : c + k * iters;
+  return host ? c * kPerIter + k : c + k * iters;
 }
 
 // Counts over the whole field by teams: each thread counts its elements in
@@ -319,6 +319,26 @@ KOKKOS_INLINE_FUNCTION std::uint64_t iter_element(std::uint64_t c, std::uint64_t
 // Counts are integers, so the order of additions does not matter.
 constexpr std::uint64_t kCountSlice = std::uint64_t(1) << 16;  // elements per team
 
+// The elements [first, end) by stride that a team thread visits in its
+// team's slice of kCountSlice elements of [0, n). Host teams are one thread:
+// there the stride is a literal 1, so that the caller's loop vectorizes.
+struct SliceWalk {
+  std::uint64_t first, end, stride;
+};
+template <class ExecSpace>
+Kokkos::TeamPolicy<ExecSpace> slice_teams(const ExecSpace& space, std::uint64_t n) {  // n > 0
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  return Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>((n + kCountSlice - 1) / kCountSlice), host ? 1 : 256);
+}
+template <class Mem, class Member>
+KOKKOS_INLINE_FUNCTION SliceWalk slice_walk(const Member& team, std::uint64_t n) {
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  const std::uint64_t begin = static_cast<std::uint64_t>(team.league_rank()) * kCountSlice;
+  const std::uint64_t end = begin + kCountSlice < n ? begin + kCountSlice : n;
+  if (host) return {begin, end, 1};
+  return {begin + static_cast<std::uint64_t>(team.team_rank()), end, static_cast<std::uint64_t>(team.team_size())};
+}
+
 template <class ExecSpace>
 Spread residual_spread(const ExecSpace& space,
                        Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv) {
@@ -327,24 +347,20 @@ Spread residual_spread(const ExecSpace& space,
   using Member = typename Policy::member_type;
   using Scratch = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
   constexpr int nb = kSpreadMaxLog - kSpreadMinLog + 1;
   const std::uint64_t n = qv.extent(0);
   Kokkos::View<std::uint64_t*, Mem> tot("ksz::spline::spread", nb + 1);  // buckets, then core
   if (n > 0) {
-    Policy policy(space, static_cast<int>((n + kCountSlice - 1) / kCountSlice), host ? 1 : 256);
+    auto policy = slice_teams(space, n);
     policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(nb + 1)));
     Kokkos::parallel_for(
         "ksz::spline::residual_spread", policy, KOKKOS_LAMBDA(const Member& team) {
           Scratch local(team.team_scratch(0), nb + 1);
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nb + 1), [&](const int j) { local(j) = 0; });
           team.team_barrier();
-          const std::uint64_t begin = static_cast<std::uint64_t>(team.league_rank()) * kCountSlice;
-          const std::uint64_t end = begin + kCountSlice < n ? begin + kCountSlice : n;
           std::uint32_t core = 0, bucket[nb] = {};
-          // Host teams are one thread: a literal stride of 1 lets the compiler vectorize.
-          const std::uint64_t stride = host ? 1 : static_cast<std::uint64_t>(team.team_size());
-          for (std::uint64_t i = begin + (host ? 0 : team.team_rank()); i < end; i += stride) {
+          const SliceWalk w = slice_walk<Mem>(team, n);
+          for (std::uint64_t i = w.first; i < w.end; i += w.stride) {
             const std::int32_t q = qv(i);
             if (q == kVerbatim) continue;
             const std::uint32_t a = q < 0 ? 0u - static_cast<std::uint32_t>(q) : static_cast<std::uint32_t>(q);
