@@ -11,7 +11,10 @@
 //    per block, partials combined in a fixed order by one more block: no
 //    atomics, so a device gives the same bits on every run. Replaces a Kokkos
 //    parallel_reduce whose ~25-word value_type goes through shared memory at
-//    every level (cuZ-Checker section IV, pattern 1).
+//    every level (cuZ-Checker section IV, pattern 1). float32 without a mask
+//    takes a kernel that adds only the sums per element and filters the
+//    extremes in float32 against thresholds its warps share (the exact test
+//    only for candidates; metrics_cuda.cpp says why the result is the same).
 //  - metrics_pdf: the two PDFs' counts in one read, a shared histogram per
 //    block with same-bin lanes of a warp merged into one atomic (match_any);
 //    integer counts, so identical to the portable pass.

@@ -326,9 +326,13 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
   // Shift for the second moments: one original value from the middle.
   double shift = 0;
   {
+    // On `space` and waiting for it alone (the plain deep_copy fences every
+    // backend twice: ~8 us of a 0.34 ms assessment of 512^3 on an H200).
     auto mid = Kokkos::subview(orig, std::make_pair(n / 2, n / 2 + 1));
-    auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), mid);
-    const double x = double(h(0));
+    T hx;
+    Kokkos::deep_copy(space, Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&hx, 1), mid);
+    space.fence();
+    const double x = double(hx);
     shift = impl::FieldPair<T, Mem>::finite(x) && std::fabs(x) < cfg.fill_threshold ? x : 0.0;
   }
 

@@ -156,6 +156,73 @@ void run_cases() {
 TEST(CudaMetrics, Pattern1SameAsPortableF32) { run_cases<float>(); }
 TEST(CudaMetrics, Pattern1SameAsPortableF64) { run_cases<double>(); }
 
+// The float32 kernel filters each group of 4 elements in float against
+// thresholds its warp shares, and only candidates go the exact way. Data that
+// probe the filters: the largest |error| tied within one group across lanes
+// (smallest index on lane 0's last element) and again later; relative errors
+// whose largest values differ by ~2^-22, the filter's own margin; a run of
+// exact reconstructions (error 0 ties the extreme 0 until a nonzero error);
+// zeros, subnormal and huge originals, an error that overflows float; and, in
+// the second case, no zero error at all, so the smallest relative error is a
+// near-tie as well. Every extreme and count must equal the portable one.
+TEST(CudaMetrics, Pattern1FloatFilterEdges) {
+  Kokkos::Cuda space;
+  const std::uint64_t n = (3u << 20) + 7;
+  for (int variant = 0; variant < 2; ++variant)
+    for (int off : {0, 1}) {
+      const std::string what = "variant " + std::to_string(variant) + " off " + std::to_string(off);
+      std::mt19937_64 rng(41 + variant);
+      std::uniform_real_distribution<double> u(0.5, 1.0);
+      std::vector<float> ha(n + off), hb(n + off);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const float x = float(5.0 + std::sin(0.001 * double(i)) + 0.1 * u(rng));
+        ha[off + i] = x;
+        hb[off + i] = variant == 0 && i >= 100000 && i < 200000 ? x : float(x + 1e-3 * u(rng) * (i % 2 ? 1 : -1));
+        if (variant == 0 && i % 101 == 3) ha[off + i] = 0.f;
+      }
+      auto put = [&](std::uint64_t i, float x, float y) {
+        ha[off + i] = x;
+        hb[off + i] = y;
+      };
+      std::uint64_t imax = 0;
+      if (variant == 0) {
+        // |error| 1000, the largest, four times: lanes 0 and 1 of one group
+        // (index 2000003 first), another lane of it, and a later chunk.
+        for (std::uint64_t i : {2000003u, 2000004u, 2000068u, 2600000u}) put(i, 4.f, i % 2 ? -996.f : 1004.f);
+        imax = 2000003;
+        // The largest relative errors (~999) at originals one ulp apart.
+        const float x0 = 1e-3f;
+        put(1500000, x0, 1.f);
+        put(1500001, std::nextafter(x0, 1.f), 1.f);
+        put(1500100, std::nextafter(x0, 0.f), 1.f);
+      } else {
+        put(400001, 1e-40f, 1e-3f);  // subnormal original: the largest relative error
+        put(777777, 1e38f, -3e38f);  // |x| > 2^126, an error beyond FLT_MAX: the largest |error|
+        imax = 777777;
+        put(777778, 3e38f, std::nextafter(3e38f, 0.f));  // relative error ~6.8e-8
+        // The smallest relative errors (~7.3e-8): one ulp of error at originals one ulp apart.
+        for (std::uint64_t k = 0; k < 3; ++k) {
+          const float x = std::nextafter(6.5f, k == 1 ? 7.f : 6.f);
+          put(2200000 + 37 * k, x, std::nextafter(x, 7.f));
+        }
+      }
+      Kokkos::View<float*, Mem> da("a", n + off), db("b", n + off);
+      Kokkos::deep_copy(da, Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(ha.data(), n + off));
+      Kokkos::deep_copy(db, Kokkos::View<float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(hb.data(), n + off));
+      Kokkos::View<const float*, Mem> ca = Kokkos::subview(da, std::make_pair(std::uint64_t(off), n + off));
+      Kokkos::View<const float*, Mem> cb = Kokkos::subview(db, std::make_pair(std::uint64_t(off), n + off));
+      const double inf = std::numeric_limits<double>::infinity(), shift = 5.0;
+      P1Acc portable, special;
+      metrics::impl::FieldPair<float, Mem> f{ca, cb, {}, inf};
+      Kokkos::parallel_reduce("test::pattern1", Kokkos::RangePolicy<Kokkos::Cuda>(space, 0, n),
+                              metrics::impl::Pattern1<float, Mem>{f, shift}, portable);
+      const cuda_spec::MetricsFields<float> mf{ca.data(), cb.data(), nullptr, n, inf};
+      ASSERT_TRUE(cuda_spec::metrics_pattern1<float>(space, mf, shift, special)) << what;
+      expect_same(portable, special, what);
+      EXPECT_EQ(portable.imax, imax) << what;
+    }
+}
+
 // Through the public engine: assess() takes the specialization and reports
 // what the portable path reports.
 TEST(CudaMetrics, AssessDispatchSameAsPortable) {
