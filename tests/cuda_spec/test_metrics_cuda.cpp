@@ -223,6 +223,48 @@ TEST(CudaMetrics, Pattern1FloatFilterEdges) {
     }
 }
 
+// The PDF pass (vectors of both arrays, then head and tail scalars) against
+// the portable pass, through assess() on 1D fields: every case of run_cases
+// (sizes around the vector width, offsets, masks, fill values).
+template <class T>
+void pdf_cases() {
+  SpecGuard guard;
+  const double inf = std::numeric_limits<double>::infinity();
+  const Case cases[] = {{3, 1, 1, true, 5.0},         {1023, 0, 0, false, inf}, {1023, 1, 1, true, 12.0},
+                        {1023, 1, 0, true, 12.0},     {4097, 2, 2, false, 11.5}, {100003, 3, 3, false, inf},
+                        {(1 << 20) + 5, 1, 1, true, 9.75}};
+  Kokkos::Cuda space;
+  std::uint32_t seed = 17;
+  for (const Case& c : cases) {
+    const std::string what = std::string(sizeof(T) == 4 ? "f32" : "f64") + " n=" + std::to_string(c.n) +
+                             " off=" + std::to_string(c.off_a) + "," + std::to_string(c.off_b);
+    const Data<T> d = make<T>(c, seed++);
+    Kokkos::View<const T*, Mem> a = Kokkos::subview(d.a, std::make_pair(std::uint64_t(c.off_a), c.off_a + c.n));
+    Kokkos::View<const T*, Mem> b = Kokkos::subview(d.b, std::make_pair(std::uint64_t(c.off_b), c.off_b + c.n));
+    Kokkos::View<const std::uint8_t*, Mem> m;
+    if (c.mask) m = d.m;
+    Shape3 s;
+    s.n[0] = c.n;
+    s.n[1] = s.n[2] = 1;
+    s.rank = 1;
+    QualityConfig cfg;
+    cfg.fill_threshold = c.fill;
+    cfg.stencil = cfg.ssim = false;
+    cfg.pdf_bins = 257;
+    cuda_spec::set_enabled(false);
+    const QualityResult p = metrics::assess<Kokkos::Cuda, T>(space, a, b, s, cfg, m);
+    cuda_spec::set_enabled(true);
+    const QualityResult q = metrics::assess<Kokkos::Cuda, T>(space, a, b, s, cfg, m);
+    ASSERT_EQ(p.err_pdf.size(), q.err_pdf.size()) << what;
+    ASSERT_EQ(p.pwr_pdf.size(), q.pwr_pdf.size()) << what;
+    EXPECT_EQ(p.err_pdf, q.err_pdf) << what;
+    EXPECT_EQ(p.pwr_pdf, q.pwr_pdf) << what;
+  }
+}
+
+TEST(CudaMetrics, PdfSameAsPortableF32) { pdf_cases<float>(); }
+TEST(CudaMetrics, PdfSameAsPortableF64) { pdf_cases<double>(); }
+
 // Through the public engine: assess() takes the specialization and reports
 // what the portable path reports.
 TEST(CudaMetrics, AssessDispatchSameAsPortable) {
