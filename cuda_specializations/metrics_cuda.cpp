@@ -57,6 +57,8 @@ struct Args {
   std::uint64_t nvec;  // 16-byte vectors of both arrays from head on
   T fill_le;           // |x| <= fill_le  <=>  |double(x)| < fill (the portable test, compared in T)
   double shift;
+  const T* shift_at;   // when set, shift = *shift_at if compared (|x| <= fill_le), else 0 (the
+                       // portable rule), read on the device: no host round trip before the pass
 };
 
 // Per-thread state, exact: every element goes through add(). The value
@@ -319,7 +321,18 @@ __device__ __forceinline__ Acc block_reduce(Acc v) {
 }
 
 template <class T>
-__global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g, P1Acc* __restrict__ parts) {
+__device__ __forceinline__ Args<T> resolved(const Args<T>& g0) {
+  Args<T> g = g0;
+  if (g0.shift_at) {
+    const T s = __ldg(g0.shift_at);
+    g.shift = (s < T(0) ? -s : s) <= g0.fill_le ? double(s) : 0.0;
+  }
+  return g;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g0, P1Acc* __restrict__ parts) {
+  const Args<T> g = resolved(g0);
   using V = Vec<T>;
   constexpr int W = V::width;
   Local<T> acc;
@@ -366,6 +379,7 @@ __global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g, P1Acc*
 
   const P1Acc r = block_reduce(acc.finish());
   if (threadIdx.x == 0) parts[blockIdx.x] = r;
+  if (blockIdx.x == 0 && threadIdx.x == 0) parts[gridDim.x + 1].sa = g.shift;  // the shift used (see pattern1())
 }
 
 // The float32 kernel without a mask (the common case). Every element through
@@ -495,8 +509,9 @@ __device__ __forceinline__ bool group_extremes(Local<float>& l, const float* __r
   return set;
 }
 
-__global__ void __launch_bounds__(kThreads, 2) pattern1_f32_kernel(Args<float> g, P1Acc* __restrict__ parts) {
+__global__ void __launch_bounds__(kThreads, 2) pattern1_f32_kernel(Args<float> g0, P1Acc* __restrict__ parts) {
   constexpr std::uint64_t kChunk = 32 * kUnroll;  // float4 a chunk
+  const Args<float> g = resolved(g0);
   Local<float> acc;
   acc.init();
   const std::uint64_t stride = std::uint64_t(gridDim.x) * kThreads;
@@ -576,6 +591,7 @@ __global__ void __launch_bounds__(kThreads, 2) pattern1_f32_kernel(Args<float> g
 
   const P1Acc r = block_reduce(acc.finish());
   if (threadIdx.x == 0) parts[blockIdx.x] = r;
+  if (blockIdx.x == 0 && threadIdx.x == 0) parts[gridDim.x + 1].sa = g.shift;  // the shift used (see pattern1())
 }
 
 // One block folds the partials: thread t takes t, t + kThreads, ... in order.
@@ -1055,11 +1071,15 @@ __global__ void __launch_bounds__(kThreads) pdf_kernel(Elements<T> f, PdfArgs g,
 
 }  // namespace
 
+namespace {
+
+// Both entry points: the shift given (shift_at nullptr) or read on the device
+// from shift_at and reported in `shift`.
 template <class T>
-bool metrics_pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, double shift, P1Acc& out) {
+bool pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, const T* shift_at, double& shift, P1Acc& out) {
   if (!enabled() || f.n == 0) return false;
   constexpr int W = Vec<T>::width;
-  Args<T> g{f.orig, f.dec, f.mask, f.n, f.n, 0, fill_le_of<T>(f.fill), shift};
+  Args<T> g{f.orig, f.dec, f.mask, f.n, f.n, 0, fill_le_of<T>(f.fill), shift, shift_at};
   const auto ua = reinterpret_cast<std::uintptr_t>(f.orig), ub = reinterpret_cast<std::uintptr_t>(f.dec);
   // Vector loads need both arrays at the same offset from a 16-byte boundary
   // and T-aligned; otherwise every element goes the scalar way.
@@ -1072,7 +1092,7 @@ bool metrics_pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, doub
   }
   pipeline::Workspace<Kokkos::CudaSpace>::Lease ws;
   auto lease = [&](int blocks) {
-    return ws.get<P1Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks + 1, "ksz::metrics::parts");
+    return ws.get<P1Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks + 2, "ksz::metrics::parts");
   };
   int blocks = 0;
   Kokkos::View<P1Acc*, Kokkos::CudaSpace> parts;
@@ -1094,17 +1114,39 @@ bool metrics_pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, doub
     parts = lease(blocks);
     pattern1_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(g, parts.data());
   }
+  // The folded result, then (one copy back) the shift the pass used, which
+  // block 0 left in the slot after it.
   P1Acc* d_out = parts.data() + blocks;
   check(cudaGetLastError(), "pattern1_kernel");
   combine_kernel<P1Acc><<<1, kThreads, 0, space.cuda_stream()>>>(parts.data(), blocks, d_out);
   check(cudaGetLastError(), "combine_kernel");
-  check(cudaMemcpyAsync(&out, d_out, sizeof(P1Acc), cudaMemcpyDeviceToHost, space.cuda_stream()), "pattern1 copy");
+  P1Acc back[2];
+  check(cudaMemcpyAsync(back, d_out, 2 * sizeof(P1Acc), cudaMemcpyDeviceToHost, space.cuda_stream()), "pattern1 copy");
   check(cudaStreamSynchronize(space.cuda_stream()), "pattern1 sync");
+  out = back[0];
+  shift = back[1].sa;
   return true;
+}
+
+}  // namespace
+
+template <class T>
+bool metrics_pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, double shift, P1Acc& out) {
+  return pattern1<T>(space, f, nullptr, shift, out);
+}
+
+template <class T>
+bool metrics_pattern1_shift_at(const Kokkos::Cuda& space, const MetricsFields<T>& f, std::uint64_t at, P1Acc& out,
+                               double& shift) {
+  return at < f.n && pattern1<T>(space, f, f.orig + at, shift, out);
 }
 
 template bool metrics_pattern1<float>(const Kokkos::Cuda&, const MetricsFields<float>&, double, P1Acc&);
 template bool metrics_pattern1<double>(const Kokkos::Cuda&, const MetricsFields<double>&, double, P1Acc&);
+template bool metrics_pattern1_shift_at<float>(const Kokkos::Cuda&, const MetricsFields<float>&, std::uint64_t, P1Acc&,
+                                               double&);
+template bool metrics_pattern1_shift_at<double>(const Kokkos::Cuda&, const MetricsFields<double>&, std::uint64_t,
+                                                P1Acc&, double&);
 
 template <class T>
 bool metrics_pattern2(const Kokkos::Cuda& space, const MetricsFields<T>& f, const MetricsShape& s, int lags,

@@ -60,6 +60,13 @@ struct MetricsFields {
 template <class T>
 bool metrics_pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, double shift, metrics::impl::P1Acc& out);
 
+// The same with the shift taken on the device from orig[at] by the portable
+// rule (the value when compared, |orig[at]| < fill and finite, else 0), so no
+// host round trip precedes the pass; `shift` gets the value used.
+template <class T>
+bool metrics_pattern1_shift_at(const Kokkos::Cuda& space, const MetricsFields<T>& f, std::uint64_t at,
+                               metrics::impl::P1Acc& out, double& shift);
+
 // Bin edges of the two PDFs as assess() computes them.
 struct PdfParams {
   int bins;

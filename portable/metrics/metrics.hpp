@@ -323,19 +323,9 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
   q.elements = n;
   if (n == 0) return q;
 
-  // Shift for the second moments: one original value from the middle.
+  // Shift for the second moments: one original value from the middle (when
+  // compared, else 0). The CUDA pass reads it on the device and reports it.
   double shift = 0;
-  {
-    // On `space` and waiting for it alone (the plain deep_copy fences every
-    // backend twice: ~8 us of a 0.34 ms assessment of 512^3 on an H200).
-    auto mid = Kokkos::subview(orig, std::make_pair(n / 2, n / 2 + 1));
-    T hx;
-    Kokkos::deep_copy(space, Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&hx, 1), mid);
-    space.fence();
-    const double x = double(hx);
-    shift = impl::FieldPair<T, Mem>::finite(x) && std::fabs(x) < cfg.fill_threshold ? x : 0.0;
-  }
-
   impl::P1Acc r1;
   bool specialized = false;
 #if defined(KSZ_HAVE_CUDA)
@@ -343,11 +333,20 @@ QualityResult assess(const Space& space, Kokkos::View<const T*, typename Space::
                                                 cfg.fill_threshold};
   const cuda_spec::MetricsShape cuda_shape{shape.n[0], shape.n[1], shape.n[2], shape.rank};
   if constexpr (std::is_same<Space, Kokkos::Cuda>::value)
-    specialized = cuda_spec::metrics_pattern1<T>(space, cuda_fields, shift, r1);
+    specialized = cuda_spec::metrics_pattern1_shift_at<T>(space, cuda_fields, n / 2, r1, shift);
 #endif
-  if (!specialized)
+  if (!specialized) {
+    // On `space` and waiting for it alone (the plain deep_copy fences every
+    // backend twice).
+    auto mid = Kokkos::subview(orig, std::make_pair(n / 2, n / 2 + 1));
+    T hx;
+    Kokkos::deep_copy(space, Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(&hx, 1), mid);
+    space.fence();
+    const double x = double(hx);
+    shift = impl::FieldPair<T, Mem>::finite(x) && std::fabs(x) < cfg.fill_threshold ? x : 0.0;
     Kokkos::parallel_reduce("ksz::metrics::pattern1", Kokkos::RangePolicy<Space>(space, 0, n),
                             impl::Pattern1<T, Mem>{f, shift}, r1);
+  }
   q.compared = r1.cnt;
   q.excluded = r1.excl;
   q.dec_nonfinite = r1.decbad;

@@ -223,6 +223,34 @@ TEST(CudaMetrics, Pattern1FloatFilterEdges) {
     }
 }
 
+// The shift read on the device (assess() takes this entry): the portable rule
+// (orig[at] when compared, else 0) and then the very pass an explicit shift gives.
+template <class T>
+void shift_cases() {
+  Kokkos::Cuda space;
+  const double inf = std::numeric_limits<double>::infinity();
+  for (const T mid : {T(3.5), T(-2.25), std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity()})
+    for (const double fill : {inf, 3.0}) {
+      const Case c{100003, 1, 1, false, fill};
+      Data<T> d = make<T>(c, 5);
+      const std::uint64_t at = c.n / 2;
+      Kokkos::deep_copy(Kokkos::subview(d.a, c.off_a + at), mid);
+      Kokkos::View<const T*, Mem> a = Kokkos::subview(d.a, std::make_pair(std::uint64_t(1), c.n + 1));
+      Kokkos::View<const T*, Mem> b = Kokkos::subview(d.b, std::make_pair(std::uint64_t(1), c.n + 1));
+      const cuda_spec::MetricsFields<T> mf{a.data(), b.data(), nullptr, c.n, fill};
+      const double want = std::isfinite(double(mid)) && std::fabs(double(mid)) < fill ? double(mid) : 0.0;
+      P1Acc on_device, given;
+      double shift = -1;
+      ASSERT_TRUE(cuda_spec::metrics_pattern1_shift_at<T>(space, mf, at, on_device, shift));
+      EXPECT_EQ(shift, want) << "mid " << double(mid) << " fill " << fill;
+      ASSERT_TRUE(cuda_spec::metrics_pattern1<T>(space, mf, want, given));
+      EXPECT_EQ(std::memcmp(&on_device, &given, sizeof(P1Acc)), 0) << "mid " << double(mid) << " fill " << fill;
+    }
+}
+
+TEST(CudaMetrics, ShiftOnDeviceF32) { shift_cases<float>(); }
+TEST(CudaMetrics, ShiftOnDeviceF64) { shift_cases<double>(); }
+
 // The PDF pass (vectors of both arrays, then head and tail scalars) against
 // the portable pass, through assess() on 1D fields: every case of run_cases
 // (sizes around the vector width, offsets, masks, fill values).
