@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "portable/simd/sse2.hpp"
+
 namespace ksz::quantize {
 
 // |q| stays below 2^30 so every q fits int32 with headroom; the Lorenzo
@@ -68,6 +70,47 @@ KOKKOS_INLINE_FUNCTION bool prequantize(T x, const QuantParams& p, std::int32_t&
   if (!(err <= p.bound)) return false;
   q = r;
   return true;
+}
+
+// prequantize() over x[0, n) into q, on the host; returns the verbatim count.
+// With SSE2 (the x86-64 baseline) two elements a step: the same operations in
+// the same order as prequantize(), so the same q and the same verdicts (the
+// floor is a truncation to int32 stepped down where it went up: |v + 0.5| <
+// 2^30 + 1 after the range test, and out-of-range v enter as 0 and are refused
+// by the mask). Compilers leave prequantize()'s branches scalar: 1.7 GB/s on
+// 2 cores, 40% of the compressor's time.
+template <class T>
+inline std::uint32_t prequantize_span(const T* __restrict__ x, std::int32_t* __restrict__ q, std::uint64_t n,
+                                      const QuantParams& p) {
+  std::uint32_t bad = 0;
+  std::uint64_t i = 0;
+#if defined(KSZ_HAVE_SSE2)
+  const __m128d inv = _mm_set1_pd(p.inv_step), step = _mm_set1_pd(p.step), bound = _mm_set1_pd(p.bound);
+  const __m128d half = _mm_set1_pd(0.5), kmax = _mm_set1_pd(kMaxPrequant), sign = _mm_set1_pd(-0.0);
+  for (; i + 2 <= n; i += 2) {
+    __m128d xd;
+    if constexpr (sizeof(T) == 4)
+      xd = _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x + i))));
+    else
+      xd = _mm_loadu_pd(reinterpret_cast<const double*>(x + i));
+    const __m128d v = _mm_mul_pd(xd, inv);
+    const __m128d in = _mm_cmplt_pd(_mm_andnot_pd(sign, v), kmax);  // NaN: false
+    const __m128d h = _mm_add_pd(_mm_and_pd(v, in), half);
+    __m128i r = _mm_cvttpd_epi32(h);
+    const __m128d up = _mm_cmpgt_pd(_mm_cvtepi32_pd(r), h);
+    r = _mm_add_epi32(r, _mm_shuffle_epi32(_mm_castpd_si128(up), 0x08));  // -1 where truncation went up
+    __m128d rec = _mm_mul_pd(_mm_cvtepi32_pd(r), step);
+    if constexpr (sizeof(T) == 4) rec = _mm_cvtps_pd(_mm_cvtpd_ps(rec));  // through T
+    const __m128d err = _mm_andnot_pd(sign, _mm_sub_pd(xd, rec));
+    const __m128d ok = _mm_and_pd(in, _mm_cmple_pd(err, bound));  // NaN err: false
+    r = _mm_and_si128(r, _mm_shuffle_epi32(_mm_castpd_si128(ok), 0x08));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), r);
+    const int m = _mm_movemask_pd(ok);
+    bad += 2 - ((m & 1) + (m >> 1));
+  }
+#endif
+  for (; i < n; ++i) bad += prequantize(x[i], p, q[i]) ? 0 : 1;
+  return bad;
 }
 
 }  // namespace ksz::quantize

@@ -36,6 +36,9 @@ inline void default_chunk(int rank, std::uint32_t c[3]) {
 // 2521 GB/s for a copy).
 constexpr std::uint64_t kPerIter = 4;
 
+// Elements per iteration of the host backends' element-wise passes.
+constexpr std::uint64_t kHostSegment = 4096;
+
 namespace impl {
 template <class ExecSpace, class T>
 struct PrequantizeKernel {
@@ -50,6 +53,16 @@ struct PrequantizeKernel {
       q(i) = v;
     }
   }
+};
+// Host backends: a segment of kHostSegment elements an iteration, through
+// quantize::prequantize_span (SSE2 where there).
+template <class ExecSpace, class T>
+struct PrequantizeSegments {
+  Kokkos::View<const T*, typename ExecSpace::memory_space> in;
+  quantize::QuantParams qp;
+  Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> q;
+  std::uint64_t n;
+  void operator()(const std::uint64_t j, std::uint64_t& acc) const;
 };
 }  // namespace impl
 
@@ -67,10 +80,21 @@ std::uint64_t prequantize(const ExecSpace& space,
                           Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> q) {
   const std::uint64_t n = in.extent(0);
   std::uint64_t verbatim = 0;
-  Kokkos::parallel_reduce("ksz::lorenzo::prequantize",
-                          Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kPerIter - 1) / kPerIter),
-                          impl::PrequantizeKernel<ExecSpace, T>{in, qp, q, n}, verbatim);
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible)
+    Kokkos::parallel_reduce("ksz::lorenzo::prequantize_segments",
+                            Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kHostSegment - 1) / kHostSegment),
+                            impl::PrequantizeSegments<ExecSpace, T>{in, qp, q, n}, verbatim);
+  else
+    Kokkos::parallel_reduce("ksz::lorenzo::prequantize",
+                            Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kPerIter - 1) / kPerIter),
+                            impl::PrequantizeKernel<ExecSpace, T>{in, qp, q, n}, verbatim);
   return verbatim;
+}
+
+template <class ExecSpace, class T>
+void impl::PrequantizeSegments<ExecSpace, T>::operator()(const std::uint64_t j, std::uint64_t& acc) const {
+  const std::uint64_t b = j * kHostSegment, e = b + kHostSegment < n ? b + kHostSegment : n;
+  acc += quantize::prequantize_span(in.data() + b, q.data() + b, e - b, qp);
 }
 
 // The residual at i (also used to recover outlier values).
