@@ -147,10 +147,16 @@ void predict_quantize(const ExecSpace& space, const Geometry& g,
   const std::uint64_t n = g.count();
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
   if constexpr (host) {
-    // CPUs: walk x-row segments, chunk position along x kept incrementally
-    // (residual()'s seven 64-bit divisions per element dominated here).
+    // CPUs: walk x-row segments. With a power-of-two chunk extent along x and
+    // rows shorter than 2^32, a branch-free loop the compiler vectorizes: the
+    // residual is t(x) - t(x - 1), t = q - q_y - q_z + q_yz along the row
+    // (planes outside the chunk masked to 0, x - 1 masked at chunk starts),
+    // in the same wrapping uint32 arithmetic as residual_at(); otherwise the
+    // chunk position along x kept incrementally (residual()'s seven 64-bit
+    // divisions per element dominated here).
     const std::uint64_t segs = (g.n0 + kRowSegment - 1) / kRowSegment;
     const std::int64_t r = radius;
+    const bool vec = (g.c0 & (g.c0 - 1)) == 0 && g.n0 < (std::uint64_t(1) << 32);
     Kokkos::parallel_for(
         "ksz::lorenzo::predict_quantize_rows", Kokkos::RangePolicy<ExecSpace>(space, 0, g.n1 * g.n2 * segs),
         KOKKOS_LAMBDA(const std::uint64_t j) {
@@ -159,6 +165,37 @@ void predict_quantize(const ExecSpace& space, const Geometry& g,
           const std::uint64_t y = row % geo.n1, z = row / geo.n1;
           const bool hy = y % geo.c1 != 0, hz = z % geo.c2 != 0;
           const std::uint64_t sy = geo.n0, sz = geo.n0 * geo.n1, base = row * geo.n0;
+          if (vec) {
+            // x - 1 is read (and masked at chunk starts) for every x of the
+            // loop: each row's first element apart, so no read leaves the array.
+            std::uint64_t xs = x0;
+            if (x0 == 0) {
+              const std::int32_t d = residual_at(q, base, false, hy, hz, sy, sz);
+              codes(base) = (d > -r && d < r) ? static_cast<std::uint16_t>(d + r) : std::uint16_t(0);
+              xs = 1;
+            }
+            const std::int32_t* p0 = q.data() + base;
+            const std::int32_t* py = hy ? p0 - sy : p0;
+            const std::int32_t* pz = hz ? p0 - sz : p0;
+            const std::int32_t* pyz = hy && hz ? p0 - sy - sz : p0;
+            const std::uint32_t my = hy ? ~0u : 0u, mz = hz ? ~0u : 0u, myz = my & mz;
+            const std::uint32_t cmask = static_cast<std::uint32_t>(geo.c0 - 1);
+            const std::int32_t r32 = static_cast<std::int32_t>(r);
+            std::uint16_t* out = codes.data() + base;
+            for (std::uint32_t x = static_cast<std::uint32_t>(xs); x < static_cast<std::uint32_t>(x1); ++x) {
+              const std::uint32_t t = static_cast<std::uint32_t>(p0[x]) - (static_cast<std::uint32_t>(py[x]) & my) -
+                                      (static_cast<std::uint32_t>(pz[x]) & mz) +
+                                      (static_cast<std::uint32_t>(pyz[x]) & myz);
+              const std::uint32_t tp = static_cast<std::uint32_t>(p0[x - 1]) -
+                                       (static_cast<std::uint32_t>(py[x - 1]) & my) -
+                                       (static_cast<std::uint32_t>(pz[x - 1]) & mz) +
+                                       (static_cast<std::uint32_t>(pyz[x - 1]) & myz);
+              const std::uint32_t mx = (x & cmask) != 0 ? ~0u : 0u;
+              const std::int32_t d = static_cast<std::int32_t>(t - (tp & mx));
+              out[x] = (d > -r32 && d < r32) ? static_cast<std::uint16_t>(d + r32) : std::uint16_t(0);
+            }
+            return;
+          }
           std::uint64_t cx = x0 % geo.c0;
           for (std::uint64_t x = x0; x < x1; ++x) {
             const std::int32_t d = residual_at(q, base + x, cx != 0, hy, hz, sy, sz);
