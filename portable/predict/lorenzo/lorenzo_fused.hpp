@@ -104,23 +104,48 @@ struct ReconstructDequantize {
           tz);
     }
     team.team_barrier();
-    // Prefix sums along x, y, z inside the chunk: each thread one line.
+    // Prefix sums along x, y, z inside the chunk (wrapping uint32 adds: any
+    // order gives the same values).
     const std::uint32_t e0 = box.e0, e1 = box.e1, e2 = box.e2;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, e1 * e2), [&](const std::uint32_t line) {
-      std::uint32_t acc = 0;
-      for (std::uint32_t x = 0; x < e0; ++x) v(line * e0 + x) = acc += v(line * e0 + x);
-    });
-    team.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, e0 * e2), [&](const std::uint32_t line) {
-      const std::uint32_t x = line % e0, zz = line / e0, base = x + zz * e0 * e1;
-      std::uint32_t acc = 0;
-      for (std::uint32_t y = 0; y < e1; ++y) v(base + y * e0) = acc += v(base + y * e0);
-    });
-    team.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, e0 * e1), [&](const std::uint32_t line) {
-      std::uint32_t acc = 0;
-      for (std::uint32_t zz = 0; zz < e2; ++zz) v(line + zz * e0 * e1) = acc += v(line + zz * e0 * e1);
-    });
+    if constexpr (host) {
+      // One thread a team: x along each row, then y and z as whole-row and
+      // whole-plane adds over contiguous x, which the compiler vectorizes
+      // (the line-per-thread form strides by e0 and e0 * e1 here).
+      std::uint32_t* w = v.data();
+      for (std::uint32_t line = 0; line < e1 * e2; ++line) {
+        std::uint32_t* rowp = w + line * e0;
+        std::uint32_t acc = 0;
+        for (std::uint32_t x = 0; x < e0; ++x) rowp[x] = acc += rowp[x];
+      }
+      for (std::uint32_t zz = 0; zz < e2; ++zz)
+        for (std::uint32_t y = 1; y < e1; ++y) {
+          std::uint32_t* cur = w + (zz * e1 + y) * e0;
+          const std::uint32_t* prev = cur - e0;
+          for (std::uint32_t x = 0; x < e0; ++x) cur[x] += prev[x];
+        }
+      const std::uint32_t plane = e0 * e1;
+      for (std::uint32_t zz = 1; zz < e2; ++zz) {
+        std::uint32_t* cur = w + zz * plane;
+        const std::uint32_t* prev = cur - plane;
+        for (std::uint32_t k = 0; k < plane; ++k) cur[k] += prev[k];
+      }
+    } else {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, e1 * e2), [&](const std::uint32_t line) {
+        std::uint32_t acc = 0;
+        for (std::uint32_t x = 0; x < e0; ++x) v(line * e0 + x) = acc += v(line * e0 + x);
+      });
+      team.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, e0 * e2), [&](const std::uint32_t line) {
+        const std::uint32_t x = line % e0, zz = line / e0, base = x + zz * e0 * e1;
+        std::uint32_t acc = 0;
+        for (std::uint32_t y = 0; y < e1; ++y) v(base + y * e0) = acc += v(base + y * e0);
+      });
+      team.team_barrier();
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, e0 * e1), [&](const std::uint32_t line) {
+        std::uint32_t acc = 0;
+        for (std::uint32_t zz = 0; zz < e2; ++zz) v(line + zz * e0 * e1) = acc += v(line + zz * e0 * e1);
+      });
+    }
     team.team_barrier();
     if constexpr (host) {
       std::uint32_t l = 0;
