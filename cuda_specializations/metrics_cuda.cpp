@@ -409,11 +409,11 @@ __global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g0, P1Acc
 // tie-break on the index holds.
 //
 // H200, 512^3 turbulent field: ~41 instructions an element instead of 86;
-// the kernel reads its 1.07 GB in 303 us (ncu: DRAM 74% of peak), and the
-// whole pattern-1 assessment takes 0.338 ms (was 0.634 ms).
+// the kernel reads its 1.07 GB in 298-304 us (ncu: DRAM 73-75% of peak), and
+// the whole pattern-1 assessment takes 0.324 ms (was 0.634 ms).
 struct Thresholds {
   double lo_e, hi_e;  // the warp's extremes of the error: strict compares
-  float lo_p, hi_p;   // rd(max_p (1 - 2^-20)), ru(min_p (1 + 2^-20)) over the warp
+  float lo_p, hi_p;   // ru(min_p (1 + 2^-20)), rd(max_p (1 - 2^-20)) over the warp
 };
 
 __device__ __forceinline__ void refresh(const Local<float>& l, Thresholds& w) {
@@ -437,6 +437,10 @@ __device__ __forceinline__ float rcp_approx(float x) {
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
   return r;
 }
+
+// One Newton step in double on r ~ 1 / ax (ax = |x| widened): from
+// rcp_approx's 2^-23 to below 2^-45.
+__device__ __forceinline__ double newton_rcp(double r, double ax) { return fma(r, fma(-ax, r, 1.0), r); }
 
 // Classifies group (x, y): returns whether its moments may take the fast way
 // (every x finite, not excluded, with a normal reciprocal: |x| in
@@ -485,7 +489,7 @@ __device__ __forceinline__ bool accumulate(Local<float>& l, const Args<float>& g
       rd = nz ? rd : 0.0;  // adds nothing to sum_p
       zeros += !nz;
     }
-    rd = fma(rd, fma(-::fabs(xd), rd, 1.0), rd);
+    rd = newton_rcp(rd, ::fabs(xd));
     l.sum_p = fma(::fabs(e), rd, l.sum_p);
     ce |= (e < w.lo_e) | (e > w.hi_e);
     l.moments(g, xd, yd, e, x[j], y[j]);
@@ -629,6 +633,24 @@ T fill_le_of(double fill) {
   T f = static_cast<T>(fill);  // nearest: at most one step above
   if (double(f) >= fill) f = std::nextafter(f, T(0));
   return f;
+}
+
+// Vector loads need both arrays at the same offset from a 16-byte boundary
+// and T-aligned: then `head` scalars come before `nvec` 16-byte vectors of
+// both (the rest is a scalar tail); otherwise every element goes the scalar
+// way (head = n, nvec = 0).
+template <class T>
+void split_vectors(const MetricsFields<T>& f, std::uint64_t& head, std::uint64_t& nvec) {
+  head = f.n;
+  nvec = 0;
+  const auto ua = reinterpret_cast<std::uintptr_t>(f.orig), ub = reinterpret_cast<std::uintptr_t>(f.dec);
+  if (ua % sizeof(T) == 0 && (ub - ua) % 16 == 0) {
+    const std::uint64_t h = ((16 - ua % 16) % 16) / sizeof(T);
+    if (h < f.n) {
+      head = h;
+      nvec = (f.n - h) / Vec<T>::width;
+    }
+  }
 }
 
 // FieldPair::valid and err in one read of each array (the same predicate:
@@ -988,12 +1010,6 @@ struct BinRun {
   }
 };
 
-__device__ __forceinline__ float rcp_approx_pdf(float x) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-
 // The portable bins of a compared element: be = int((e - lo_e) * se) and,
 // for x != 0, bp = int((|e| / |x| - lo_p) * sp) (-1: none), each clamped to
 // bins - 1; a subtract then a multiply, nothing to contract. For float32 the
@@ -1012,8 +1028,7 @@ __device__ __forceinline__ void pdf_bins(const PdfArgs& g, T x, T y, int& be, in
   if constexpr (std::is_same<T, float>::value) {
     const float ax = fabsf(x);
     if (ax >= 0x1p-126f && ax <= 0x1p126f) {
-      double r = rcp_approx_pdf(ax);
-      r = fma(r, fma(-double(ax), r, 1.0), r);
+      const double r = newton_rcp(rcp_approx(ax), double(ax));
       const double t = (::fabs(e) * r - g.lo_p) * g.sp, f = t - ::floor(t), tol = (::fabs(t) + g.lsp) * 0x1p-40;
       if (t >= 0 && f > tol && f < 1 - tol && t < 0x1p30) k = int(t);
     }
@@ -1078,18 +1093,8 @@ namespace {
 template <class T>
 bool pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, const T* shift_at, double& shift, P1Acc& out) {
   if (!enabled() || f.n == 0) return false;
-  constexpr int W = Vec<T>::width;
   Args<T> g{f.orig, f.dec, f.mask, f.n, f.n, 0, fill_le_of<T>(f.fill), shift, shift_at};
-  const auto ua = reinterpret_cast<std::uintptr_t>(f.orig), ub = reinterpret_cast<std::uintptr_t>(f.dec);
-  // Vector loads need both arrays at the same offset from a 16-byte boundary
-  // and T-aligned; otherwise every element goes the scalar way.
-  if (ua % sizeof(T) == 0 && (ub - ua) % 16 == 0) {
-    const std::uint64_t head = ((16 - ua % 16) % 16) / sizeof(T);
-    if (head < f.n) {
-      g.head = head;
-      g.nvec = (f.n - head) / W;
-    }
-  }
+  split_vectors(f, g.head, g.nvec);
   pipeline::Workspace<Kokkos::CudaSpace>::Lease ws;
   auto lease = [&](int blocks) {
     return ws.get<P1Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks + 2, "ksz::metrics::parts");
@@ -1208,14 +1213,7 @@ bool metrics_pdf(const Kokkos::Cuda& space, const MetricsFields<T>& f, const Pdf
   const std::uint64_t resident = std::uint64_t(sms > 0 ? sms : 1) * std::uint64_t(per_sm > 0 ? per_sm : 1);
   PdfArgs g{f.n, p.bins, p.lo_e, p.se, p.lo_p, p.sp, f.n, 0, std::fabs(p.lo_p * p.sp)};
   constexpr int W = Vec<T>::width;
-  const auto ua = reinterpret_cast<std::uintptr_t>(f.orig), ub = reinterpret_cast<std::uintptr_t>(f.dec);
-  if (ua % sizeof(T) == 0 && (ub - ua) % 16 == 0) {  // as in metrics_pattern1
-    const std::uint64_t head = ((16 - ua % 16) % 16) / sizeof(T);
-    if (head < f.n) {
-      g.head = head;
-      g.nvec = (f.n - head) / W;
-    }
-  }
+  split_vectors(f, g.head, g.nvec);
   const std::uint64_t work = g.nvec + (f.n - g.nvec * W);  // lane-iterations
   const std::uint64_t want = (work + kThreads - 1) / kThreads;
   const std::uint64_t blocks = want < resident ? want : resident;
