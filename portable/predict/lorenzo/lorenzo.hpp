@@ -57,11 +57,7 @@ struct PrequantizeKernel {
 // Host backends: a segment of kHostSegment elements an iteration, through
 // quantize::prequantize_span (SSE2 where there).
 template <class ExecSpace, class T>
-struct PrequantizeSegments {
-  Kokkos::View<const T*, typename ExecSpace::memory_space> in;
-  quantize::QuantParams qp;
-  Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> q;
-  std::uint64_t n;
+struct PrequantizeSegments : PrequantizeKernel<ExecSpace, T> {  // its fields; a segment an iteration
   void operator()(const std::uint64_t j, std::uint64_t& acc) const;
 };
 }  // namespace impl
@@ -83,7 +79,7 @@ std::uint64_t prequantize(const ExecSpace& space,
   if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible)
     Kokkos::parallel_reduce("ksz::lorenzo::prequantize_segments",
                             Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kHostSegment - 1) / kHostSegment),
-                            impl::PrequantizeSegments<ExecSpace, T>{in, qp, q, n}, verbatim);
+                            impl::PrequantizeSegments<ExecSpace, T>{{in, qp, q, n}}, verbatim);
   else
     Kokkos::parallel_reduce("ksz::lorenzo::prequantize",
                             Kokkos::RangePolicy<ExecSpace>(space, 0, (n + kPerIter - 1) / kPerIter),
@@ -93,8 +89,8 @@ std::uint64_t prequantize(const ExecSpace& space,
 
 template <class ExecSpace, class T>
 void impl::PrequantizeSegments<ExecSpace, T>::operator()(const std::uint64_t j, std::uint64_t& acc) const {
-  const std::uint64_t b = j * kHostSegment, e = b + kHostSegment < n ? b + kHostSegment : n;
-  acc += quantize::prequantize_span(in.data() + b, q.data() + b, e - b, qp);
+  const std::uint64_t n = this->n, b = j * kHostSegment, e = b + kHostSegment < n ? b + kHostSegment : n;
+  acc += quantize::prequantize_span(this->in.data() + b, this->q.data() + b, e - b, this->qp);
 }
 
 // The residual at i (also used to recover outlier values).
