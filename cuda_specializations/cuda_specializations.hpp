@@ -15,8 +15,9 @@
 //  - huffman_chunk_bits / huffman_deflate: a block per chunk, each thread a
 //    contiguous run of symbols read with 16-byte loads, bit offsets by a block
 //    scan, the chunk assembled in shared memory and written out coalesced.
-//  - huffman_inflate: the decode table in shared memory, a prefetch queue of
-//    bitstream words, 16-byte stores of decoded symbols.
+//  - huffman_inflate: a thread per run of a chunk (sub-chunks, format 1.2),
+//    the multi-symbol decode table in shared memory, a prefetch queue of
+//    bitstream words, warp-cooperative 16-byte stores of decoded symbols.
 //
 // Every function returns false when it does not handle the case (shape, sizes,
 // disabled); the caller then runs the portable path.
@@ -99,10 +100,13 @@ bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, co
                        const std::int32_t* oval, std::uint64_t n_out, const LorenzoShape& shape,
                        std::uint32_t radius, double step, T* out, std::uint64_t& zeros);
 
-// offsets[c] = words of chunk c; status |= 1 on a symbol without code.
+// offsets[c] = words of chunk c; status |= 1 on a symbol without code. With
+// sub > 0 (huffman::Runs::step when runs are stored), run_bits gets the bit
+// length of every run of sub symbols but each chunk's last, as huffman::encode.
 bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
                         std::uint32_t chunk_symbols, const std::uint32_t* enc, std::uint32_t nsym,
-                        std::uint64_t* offsets, std::uint32_t* status);
+                        std::uint64_t* offsets, std::uint32_t* status, std::uint32_t sub, std::uint64_t per_chunk,
+                        std::uint16_t* run_bits);
 
 // words (n_words, from the scanned offsets) as huffman::encode's deflate writes them.
 bool huffman_deflate(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
@@ -112,12 +116,16 @@ bool huffman_deflate(const Kokkos::Cuda& space, const std::uint16_t* symbols, st
 struct InflateTables {
   const std::uint32_t *lut, *limit, *first, *offset;
   const std::uint16_t* symbols;
+  unsigned long long* multi;  // 2^kLutBits entries the inflate fills (DeviceCodebook::scratch_table)
 };
 
-// out and status exactly as huffman::decode's inflate leaves them.
+// out and status exactly as huffman::decode's inflate leaves them: a thread
+// per run (huffman::Runs: step symbols, per_chunk runs a chunk, total runs,
+// their stored lengths in run_bits).
 bool huffman_inflate(const Kokkos::Cuda& space, const std::uint32_t* words, std::uint64_t n_words,
                      const std::uint64_t* chunk_offsets, std::uint32_t chunk_symbols, const InflateTables& t,
-                     std::uint16_t* out, std::uint64_t n, std::uint32_t* status);
+                     std::uint16_t* out, std::uint64_t n, std::uint32_t* status, std::uint32_t step,
+                     std::uint64_t per_chunk, std::uint64_t total, const std::uint16_t* run_bits);
 
 // SZx (szx-ultrafast section V-B) with a warp per block: each lane owns 4
 // consecutive values per 128-value chunk (one 16-byte load, one leading-code

@@ -71,11 +71,15 @@ __device__ __forceinline__ std::uint32_t block_scan(std::uint32_t v, std::uint32
   return before + incl - v;
 }
 
+// With run_bits, the bit length of every run of sub symbols (sub a multiple
+// of SPT, so runs begin at thread boundaries) but the chunk's last.
 template <int SPT>
 __global__ void __launch_bounds__(kEncThreads)
     chunk_bits_kernel(const std::uint16_t* __restrict__ sym, std::uint64_t n, std::uint32_t cs, bool vec,
                       const std::uint32_t* __restrict__ enc, std::uint32_t nsym, std::uint64_t nchunks,
-                      std::uint64_t* __restrict__ offsets, std::uint32_t* __restrict__ status) {
+                      std::uint64_t* __restrict__ offsets, std::uint32_t* __restrict__ status, std::uint32_t sub,
+                      std::uint64_t per_chunk, std::uint16_t* __restrict__ run_bits) {
+  __shared__ std::uint32_t run_start[kEncThreads];
   for (std::uint64_t c = blockIdx.x; c < nchunks; c += gridDim.x) {
     const std::uint64_t s0 = c * cs, s1 = s0 + cs < n ? s0 + cs : n;
     const Run<SPT> r = load_run<SPT>(sym, s0 + std::uint64_t(threadIdx.x) * SPT, s1, vec);
@@ -89,11 +93,20 @@ __global__ void __launch_bounds__(kEncThreads)
       bits += len;
     }
     std::uint32_t total;
-    block_scan(bits, total);  // chunk bits < 2^32: cs <= 8192 symbols of <= 24 bits
+    const std::uint32_t start = block_scan(bits, total);  // chunk bits < 2^32: cs <= 8192 symbols of <= 24 bits
     bad = __syncthreads_or(bad);
     if (threadIdx.x == 0) {
       offsets[c] = (total + 31) / 32;
       if (bad) atomicOr(status, std::uint32_t(huffman::impl::kBadSymbol));
+    }
+    if (run_bits) {  // block-uniform; run_start is rewritten only after the next block_scan's barriers
+      const std::uint32_t first = threadIdx.x * SPT, len = static_cast<std::uint32_t>(s1 - s0);
+      if (first < len && first % sub == 0) run_start[first / sub] = start;
+      __syncthreads();
+      const std::uint32_t runs = (len - 1) / sub + 1;
+      if (threadIdx.x + 1 < runs)
+        run_bits[c * (per_chunk - 1) + threadIdx.x] =
+            static_cast<std::uint16_t>(run_start[threadIdx.x + 1] - run_start[threadIdx.x]);
     }
   }
 }
@@ -146,37 +159,14 @@ int enc_blocks(std::uint64_t nchunks) {
 }
 
 constexpr int kLut = 1 << huffman::kLutBits;
-constexpr int kInflateThreads = 128;
-
-struct Tables {
-  const std::uint32_t *limit, *first, *offset;
-  const std::uint16_t* symbols;
-};
-
-// As huffman::impl::DecodeTables::decode_one.
-__device__ __forceinline__ int decode_one(const std::uint32_t* lut, const Tables& t, std::uint64_t buf,
-                                          std::uint32_t& sym) {
-  const std::uint32_t e = lut[static_cast<std::uint32_t>(buf >> (64 - huffman::kLutBits))];
-  if (e >> 16) {
-    sym = e & 0xFFFFu;
-    return static_cast<int>(e >> 16);
-  }
-  const std::uint32_t v = static_cast<std::uint32_t>(buf >> (64 - huffman::kMaxCodeLength));
-  for (int l = huffman::kLutBits + 1; l <= huffman::kMaxCodeLength; ++l) {
-    if (v < __ldg(&t.limit[l])) {
-      sym = t.symbols[t.offset[l] + (v >> (huffman::kMaxCodeLength - l)) - t.first[l]];
-      return l;
-    }
-  }
-  return 0;
-}
+constexpr int kL = huffman::kMaxCodeLength;
 
 // Multi-symbol decode table: for each 12-bit window, up to three whole codes
 // it holds (a code is whole when it ends inside the window; a canonical
 // code's single-symbol LUT entry is the same for every extension of it).
 // Entry: sym0 | sym1 << 16 | sym2 << 32 | end0 << 48 | end1 << 52 | end2 << 56
 // | count << 60, end_k the window bits used through code k. Count 0: the first
-// code is longer than the window (the per-length search decodes it).
+// code is longer than the window (decode_long decodes it) or no code at all.
 __global__ void build_multi_lut(const std::uint32_t* __restrict__ lut, unsigned long long* __restrict__ mlut) {
   const int e = blockIdx.x * blockDim.x + threadIdx.x;
   if (e >= kLut) return;
@@ -194,114 +184,211 @@ __global__ void build_multi_lut(const std::uint32_t* __restrict__ lut, unsigned 
   mlut[e] = m | static_cast<unsigned long long>(count) << 60;
 }
 
-// A thread per chunk, as the portable decoder, taking up to three symbols a
-// step from the multi-symbol table (a step is one dependent shared-memory
-// lookup; the chunk's chain of steps is what bounds this kernel). Symbols are
-// staged 32 a lane (64 bytes) in shared memory and leave in warp-cooperative
-// stores, four lanes to a lane's 64 bytes: a thread-private 16-byte store per
-// 8 symbols, chunks 8 KiB apart, costs about 6x as much store bandwidth
-// (perf/probe/store_patterns.cu). Errors take the single-symbol path, so the
-// status bits are the portable decoder's.
-constexpr int kStage = 32;  // symbols a lane stages between stores
+// A code longer than kLutBits at the top of buf, as the per-length search of
+// huffman::impl::DecodeTables::decode_one: its length is the least l with
+// v < limit[l] (limit does not decrease, and v >= limit[kLutBits] because the
+// window held no shorter code), counted without branches from the limits in
+// shared memory. Returns 0 when the bits are no codeword.
+__device__ __forceinline__ int decode_long(const std::uint32_t* limit, const std::uint32_t* first,
+                                           const std::uint32_t* offset, const std::uint16_t* __restrict__ symbols,
+                                           std::uint64_t buf, std::uint32_t& sym) {
+  const std::uint32_t v = static_cast<std::uint32_t>(buf >> (64 - kL));
+  if (v >= limit[kL]) return 0;
+  int l = huffman::kLutBits + 1;
+#pragma unroll
+  for (int j = huffman::kLutBits + 1; j < kL; ++j) l += v >= limit[j] ? 1 : 0;
+  sym = __ldg(&symbols[offset[l] + (v >> (kL - l)) - first[l]]);
+  return l;
+}
 
-__global__ void __launch_bounds__(kInflateThreads)
+// A thread per run (a whole chunk without sub-chunks), as the portable
+// decoder, taking up to three symbols a step from the multi-symbol table (a
+// step is one dependent shared-memory lookup; the run's chain of steps is
+// what bounds this kernel, so runs of a few hundred symbols keep several
+// times more chains in flight than 4096-symbol chunks). Symbols are staged
+// kStage a lane in shared memory and leave in warp-cooperative stores, lanes
+// taking consecutive 16-byte pieces of one lane's row: thread-private stores
+// down runs a kilobyte apart cost several times the store bandwidth
+// (perf/probe/store_patterns.cu).
+// Grid-stride over runs, so the table is loaded once per resident block.
+// Word positions are 32-bit and relative to the chunk (a chunk holds at most
+// 2^24 codes of 24 bits). Errors take the single-symbol path, so the status
+// bits are the portable decoder's.
+//
+// Shape, from H200 runs of 512^3 turbulent data with 512-code runs (decode
+// stage, ms, REL 1e-4 / 1e-3): 256 threads staging 32 symbols, 56 registers,
+// 4 blocks an SM: 0.65 / 0.43; staging 16: 0.65 / 0.48; the same held to 48
+// registers for 5 blocks: 0.70 / 0.53; 512-thread blocks (40 registers, 3 an
+// SM): 0.83 / 0.60; 128-thread blocks: 0.94 / 0.57.
+constexpr int kInflateThreads = 256, kInflateBlocksPerSm = 4;
+constexpr int kStage = 32;           // symbols a lane stages between stores
+constexpr int kRow = kStage + 8;     // staged symbols a lane: a step may write 2 past kStage
+constexpr std::size_t kInflateShared = sizeof(unsigned long long) * kLut +
+                                       sizeof(std::uint16_t) * kRow * kInflateThreads +
+                                       3 * sizeof(std::uint32_t) * (kL + 1);
+
+__global__ void __launch_bounds__(kInflateThreads, kInflateBlocksPerSm)
     inflate_kernel(const std::uint32_t* __restrict__ words, std::uint64_t nwords,
-                   const std::uint64_t* __restrict__ chunk_offsets, std::uint32_t cs, bool vec,
-                   const std::uint32_t* gl_lut, const unsigned long long* gl_mlut, Tables t,
-                   std::uint16_t* __restrict__ out, std::uint64_t n, std::uint64_t nchunks,
-                   std::uint32_t* __restrict__ status) {
-  // The single-symbol LUT serves only the rare slow path: it stays in global memory (L1).
-  const std::uint32_t* lut = gl_lut;
-  __shared__ unsigned long long mlut[kLut];
-  __shared__ uint4 stage[kInflateThreads][kStage / 8];
-  for (int i = threadIdx.x; i < kLut; i += blockDim.x) mlut[i] = gl_mlut[i];
+                   const std::uint64_t* __restrict__ chunk_offsets, std::uint64_t cs, std::uint32_t step,
+                   std::uint64_t per_chunk, std::uint64_t total, const std::uint16_t* __restrict__ run_bits, bool vec, InflateTables t, std::uint16_t* __restrict__ out,
+                   std::uint64_t n, std::uint32_t* __restrict__ status) {
+  extern __shared__ uint4 smem[];
+  unsigned long long* mlut = reinterpret_cast<unsigned long long*>(smem);
+  std::uint16_t* stage = reinterpret_cast<std::uint16_t*>(mlut + kLut);  // [kInflateThreads][kRow]
+  std::uint32_t* limit = reinterpret_cast<std::uint32_t*>(stage + kRow * kInflateThreads);
+  std::uint32_t *first = limit + kL + 1, *offset = first + kL + 1;
+  for (int i = threadIdx.x; i < kLut; i += kInflateThreads) mlut[i] = t.multi[i];
+  if (threadIdx.x <= kL) {
+    limit[threadIdx.x] = t.limit[threadIdx.x];
+    first[threadIdx.x] = t.first[threadIdx.x];
+    offset[threadIdx.x] = t.offset[threadIdx.x];
+  }
   __syncthreads();
   const int lane = threadIdx.x & 31, wbase = threadIdx.x & ~31;
-  std::uint16_t* mine = reinterpret_cast<std::uint16_t*>(stage[threadIdx.x]);
-  const std::uint64_t c = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  bool ok = c < nchunks;
-  std::uint64_t begin = 0, end = 0, s0 = 0, len = 0;
-  if (ok) {
-    begin = chunk_offsets[c], end = chunk_offsets[c + 1];
-    if (begin > end || end > nwords || (c == 0 && begin != 0)) {
-      atomicOr(status, std::uint32_t(huffman::impl::kBadOffsets));
-      ok = false;
-    } else {
-      s0 = c * cs;
-      len = (s0 + cs < n ? s0 + cs : n) - s0;
-    }
-  }
-  std::uint64_t rounds = ok ? (len + kStage - 1) / kStage : 0;
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const std::uint64_t u = __shfl_xor_sync(warp::kFull, rounds, o);
-    rounds = u > rounds ? u : rounds;
-  }
-  std::uint64_t buf = 0;
-  int avail = 0;
-  std::uint64_t pos = begin;
-  // The next four words of the chunk (0 past its end), loaded three refills
-  // before they are used: each refill would otherwise wait out a full load latency.
-  std::uint32_t q0 = pos < end ? __ldg(&words[pos]) : 0u, q1 = pos + 1 < end ? __ldg(&words[pos + 1]) : 0u;
-  std::uint32_t q2 = pos + 2 < end ? __ldg(&words[pos + 2]) : 0u, q3 = pos + 3 < end ? __ldg(&words[pos + 3]) : 0u;
-  for (std::uint64_t r = 0; r < rounds; ++r) {
-    const std::uint64_t i0 = r * kStage;
-    const int want = ok && i0 < len ? static_cast<int>(len - i0 < kStage ? len - i0 : kStage) : 0;
-    int got = 0;
-    while (got < want) {
-      if (avail <= 32 && pos < end) {
-        buf |= static_cast<std::uint64_t>(q0) << (32 - avail);
-        avail += 32;
-        ++pos;
-        q0 = q1, q1 = q2, q2 = q3;
-        q3 = pos + 3 < end ? __ldg(&words[pos + 3]) : 0u;
-      }
-      const unsigned long long m = mlut[static_cast<std::uint32_t>(buf >> (64 - huffman::kLutBits))];
-      int take = static_cast<int>(m >> 60);
-      if (take > want - got) take = want - got;
-      while (take > 0 && static_cast<int>((m >> (44 + 4 * take)) & 15u) > avail) --take;
-      if (take > 0) {
-        const int bits = static_cast<int>((m >> (44 + 4 * take)) & 15u);
-        for (int k = 0; k < take; ++k) mine[got + k] = static_cast<std::uint16_t>(m >> (16 * k));
-        got += take;
-        buf <<= bits;
-        avail -= bits;
-        continue;
-      }
-      std::uint32_t sym = 0;
-      const int l = decode_one(lut, t, buf, sym);
-      if (l == 0 || l > avail) {
-        atomicOr(status, std::uint32_t(l == 0 ? huffman::impl::kBadCode : huffman::impl::kOverrun));
-        ok = false;  // as the portable decoder, stop this chunk (the caller throws)
-        len = 0;
-        break;
-      }
-      mine[got++] = static_cast<std::uint16_t>(sym);
-      buf <<= l;
-      avail -= l;
-    }
-    __syncwarp();
-    // Lane l writes 16-byte piece (l & 3) of the staged symbols of lane 8m + (l >> 2).
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const int src = 8 * m + (lane >> 2), piece = lane & 3;
-      const std::uint64_t src_s0 = __shfl_sync(warp::kFull, s0, src);
-      const std::uint64_t src_len = __shfl_sync(warp::kFull, len, src);
-      const std::uint64_t first = i0 + 8 * piece;  // symbol index in the chunk
-      if (first >= src_len) continue;
-      const uint4 v = stage[wbase + src][piece];
-      std::uint16_t* dst = out + src_s0 + first;
-      if (vec && first + 8 <= src_len) {
-        *reinterpret_cast<uint4*>(dst) = v;
+  std::uint16_t* mine = stage + kRow * threadIdx.x;
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * kInflateThreads;
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * kInflateThreads; base < total; base += stride) {
+    const std::uint64_t u = base + threadIdx.x;
+    bool ok = u < total, last = true;
+    const std::uint32_t* w = words;  // the chunk's first word
+    std::uint64_t s0 = 0;
+    std::uint32_t end = 0, len = 0, start = 0, expect = 0;  // end: the chunk's words
+    if (ok) {
+      const std::uint64_t c = u / per_chunk, k = u - c * per_chunk;
+      const std::uint64_t begin = chunk_offsets[c], stop = chunk_offsets[c + 1];
+      if (begin > stop || stop > nwords || (c == 0 && begin != 0) || stop - begin > 0xFFFFFFFFull / 32) {
+        atomicOr(status, std::uint32_t(huffman::impl::kBadOffsets));
+        ok = false;
       } else {
-        const std::uint32_t w[4] = {v.x, v.y, v.z, v.w};
-        for (std::uint64_t k = 0; k < 8 && first + k < src_len; ++k)
-          dst[k] = static_cast<std::uint16_t>(w[k >> 1] >> (16 * (k & 1)));
+        w = words + begin;
+        end = static_cast<std::uint32_t>(stop - begin);
+        const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
+        s0 = c * cs + k * step;
+        const std::uint64_t s1 = s0 + step < c1 ? s0 + step : c1;
+        len = static_cast<std::uint32_t>(s1 - s0);
+        last = s1 == c1;
+        const std::uint16_t* rb = run_bits + c * (per_chunk - 1);
+        for (std::uint32_t j = 0; j < k; ++j) start += __ldg(&rb[j]);  // k < kMaxRuns runs of < 2^16 bits
+        if (!last) expect = __ldg(&rb[k]);
+        if (start > end * 32u) {
+          atomicOr(status, std::uint32_t(huffman::impl::kBadRun));
+          ok = false;
+          len = 0;
+        }
       }
     }
-    __syncwarp();
+    std::uint32_t rounds = ok ? (len + kStage - 1) / kStage : 0;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) rounds = max(rounds, __shfl_xor_sync(warp::kFull, rounds, o));
+    std::uint64_t buf = 0;
+    int avail = 0;
+    std::uint32_t pos = start / 32;
+    // The next four words of the chunk (0 past its end), loaded three refills
+    // before they are used: each refill would otherwise wait out a full load latency.
+    std::uint32_t q0 = pos < end ? __ldg(&w[pos]) : 0u, q1 = pos + 1 < end ? __ldg(&w[pos + 1]) : 0u;
+    std::uint32_t q2 = pos + 2 < end ? __ldg(&w[pos + 2]) : 0u, q3 = pos + 3 < end ? __ldg(&w[pos + 3]) : 0u;
+    const int skip = static_cast<int>(start % 32);
+    if (ok && skip) {  // start < the chunk's bits, so the word exists
+      buf = static_cast<std::uint64_t>(q0) << (32 + skip);
+      avail = 32 - skip;
+      ++pos;
+      q0 = q1, q1 = q2, q2 = q3;
+      q3 = pos + 3 < end ? __ldg(&w[pos + 3]) : 0u;
+    }
+    for (std::uint32_t r = 0; r < rounds; ++r) {
+      const std::uint32_t i0 = r * kStage;
+      const int want = ok && i0 < len ? static_cast<int>(len - i0 < kStage ? len - i0 : kStage) : 0;
+      int got = 0;
+      while (got < want) {
+        if (avail <= 32 && pos < end) {
+          buf |= static_cast<std::uint64_t>(q0) << (32 - avail);
+          avail += 32;
+          ++pos;
+          q0 = q1, q1 = q2, q2 = q3;
+          q3 = pos + 3 < end ? __ldg(&w[pos + 3]) : 0u;
+        }
+        const unsigned long long m = mlut[static_cast<std::uint32_t>(buf >> (64 - huffman::kLutBits))];
+        const int count = static_cast<int>(m >> 60);
+        int take = count < want - got ? count : want - got;
+        if (avail < huffman::kLutBits)  // only at a chunk's end: whole codes may pass the valid bits
+          while (take > 0 && static_cast<int>((m >> (44 + 4 * take)) & 15u) > avail) --take;
+        if (take > 0) {
+          const int bits = static_cast<int>((m >> (44 + 4 * take)) & 15u);
+          // All three table symbols; those past take are overwritten or never stored.
+          mine[got] = static_cast<std::uint16_t>(m);
+          mine[got + 1] = static_cast<std::uint16_t>(m >> 16);
+          mine[got + 2] = static_cast<std::uint16_t>(m >> 32);
+          got += take;
+          buf <<= bits;
+          avail -= bits;
+          continue;
+        }
+        // A code longer than the window, or a whole first code past the valid bits.
+        std::uint32_t sym = static_cast<std::uint32_t>(m & 0xFFFFu);
+        const int l = count ? static_cast<int>((m >> 48) & 15u)
+                            : decode_long(limit, first, offset, t.symbols, buf, sym);
+        if (l == 0 || l > avail) {
+          atomicOr(status, std::uint32_t(l == 0 ? huffman::impl::kBadCode : huffman::impl::kOverrun));
+          ok = false;  // as the portable decoder, stop this run (the caller throws)
+          len = 0;
+          break;
+        }
+        mine[got++] = static_cast<std::uint16_t>(sym);
+        buf <<= l;
+        avail -= l;
+      }
+      __syncwarp();
+      // Piece p (8 symbols, 16 bytes) of lane s's staged symbols: lanes take
+      // consecutive pieces of one lane's row, so a warp store covers whole sectors.
+      constexpr int kPieces = kStage / 8;
+#pragma unroll
+      for (int m = 0; m < kPieces; ++m) {
+        const int idx = 32 * m + lane, src = idx / kPieces, piece = idx % kPieces;
+        const std::uint64_t src_s0 = __shfl_sync(warp::kFull, s0, src);
+        const std::uint32_t src_len = __shfl_sync(warp::kFull, len, src);
+        const std::uint32_t at = i0 + 8 * piece;  // symbol index in the run
+        if (at >= src_len) continue;
+        const std::uint16_t* from = stage + kRow * (wbase + src) + 8 * piece;
+        std::uint16_t* dst = out + src_s0 + at;
+        if (vec && at + 8 <= src_len) {
+          *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(from);
+        } else {
+          for (std::uint32_t k = 0; k < 8 && at + k < src_len; ++k) dst[k] = from[k];
+        }
+      }
+      __syncwarp();
+    }
+    if (ok) {
+      if (!last) {  // the run must end where the next one begins
+        if (pos * 32u - static_cast<std::uint32_t>(avail) - start != expect)
+          atomicOr(status, std::uint32_t(huffman::impl::kBadRun));
+      } else if (pos != end || avail >= 32 || buf != 0) {
+        atomicOr(status, std::uint32_t(huffman::impl::kTrailing));
+      }
+    }
   }
-  if (ok && (pos != end || avail >= 32 || buf != 0)) atomicOr(status, std::uint32_t(huffman::impl::kTrailing));
+}
+
+void launch_inflate(const Kokkos::Cuda& space, const std::uint32_t* words, std::uint64_t n_words,
+                    const std::uint64_t* chunk_offsets, std::uint32_t cs, std::uint32_t step, std::uint64_t per_chunk,
+                    std::uint64_t total, const std::uint16_t* run_bits, bool vec, const InflateTables& t,
+                    std::uint16_t* out, std::uint64_t n, std::uint32_t* status) {
+  // Enough blocks to fill the device once; the kernel strides over the rest.
+  static const int resident = [] {
+    int dev = 0, sms = 0, per_sm = 0;
+    check(cudaFuncSetAttribute(inflate_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(kInflateShared)),
+          "cudaFuncSetAttribute");
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, inflate_kernel, kInflateThreads, kInflateShared),
+          "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    return sms * (per_sm > 0 ? per_sm : 1);
+  }();
+  const std::uint64_t need = (total + kInflateThreads - 1) / kInflateThreads;
+  const unsigned blocks = static_cast<unsigned>(need < std::uint64_t(resident) ? need : resident);
+  inflate_kernel<<<blocks, kInflateThreads, kInflateShared, space.cuda_stream()>>>(
+      words, n_words, chunk_offsets, cs, step, per_chunk, total, run_bits, vec, t, out, n, status);
+  check(cudaGetLastError(), "huffman inflate_kernel");
 }
 
 // Symbols per thread for a chunk size, 0 when the specialization does not
@@ -316,18 +403,20 @@ int spt_for(std::uint32_t cs) {
 
 bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
                         std::uint32_t cs, const std::uint32_t* enc, std::uint32_t nsym, std::uint64_t* offsets,
-                        std::uint32_t* status) {
+                        std::uint32_t* status, std::uint32_t sub, std::uint64_t per_chunk, std::uint16_t* run_bits) {
   const int spt = spt_for(cs);
   if (!enabled() || n == 0 || spt == 0) return false;
+  if (sub == 0) run_bits = nullptr;
+  if (run_bits && sub % spt != 0) return false;  // runs must begin at thread boundaries
   const std::uint64_t nchunks = huffman::chunk_count(n, cs);
   const bool vec = reinterpret_cast<std::uintptr_t>(symbols) % 16 == 0;
   const int blocks = enc_blocks(nchunks);
   cudaStream_t st = space.cuda_stream();
   switch (spt) {
-    case 8: chunk_bits_kernel<8><<<blocks, kEncThreads, 0, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, offsets, status); break;
-    case 16: chunk_bits_kernel<16><<<blocks, kEncThreads, 0, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, offsets, status); break;
-    case 32: chunk_bits_kernel<32><<<blocks, kEncThreads, 0, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, offsets, status); break;
-    default: chunk_bits_kernel<64><<<blocks, kEncThreads, 0, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, offsets, status); break;
+    case 8: chunk_bits_kernel<8><<<blocks, kEncThreads, 0, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, offsets, status, sub, per_chunk, run_bits); break;
+    case 16: chunk_bits_kernel<16><<<blocks, kEncThreads, 0, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, offsets, status, sub, per_chunk, run_bits); break;
+    case 32: chunk_bits_kernel<32><<<blocks, kEncThreads, 0, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, offsets, status, sub, per_chunk, run_bits); break;
+    default: chunk_bits_kernel<64><<<blocks, kEncThreads, 0, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, offsets, status, sub, per_chunk, run_bits); break;
   }
   check(cudaGetLastError(), "huffman chunk_bits_kernel");
   return true;
@@ -356,21 +445,14 @@ bool huffman_deflate(const Kokkos::Cuda& space, const std::uint16_t* symbols, st
 
 bool huffman_inflate(const Kokkos::Cuda& space, const std::uint32_t* words, std::uint64_t n_words,
                      const std::uint64_t* chunk_offsets, std::uint32_t cs, const InflateTables& t,
-                     std::uint16_t* out, std::uint64_t n, std::uint32_t* status) {
-  if (!enabled() || n == 0 || cs == 0) return false;
-  const std::uint64_t nchunks = huffman::chunk_count(n, cs);
-  const std::uint64_t blocks = (nchunks + kInflateThreads - 1) / kInflateThreads;
-  if (blocks > 0x7FFFFFFFull) return false;
-  // 16-byte stores need 16-byte aligned chunk starts.
-  const bool vec = cs % 8 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-  Kokkos::View<unsigned long long*, Kokkos::CudaSpace> mlut(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::huffman::multi_lut")), kLut);
-  build_multi_lut<<<kLut / 256, 256, 0, space.cuda_stream()>>>(t.lut, mlut.data());
+                     std::uint16_t* out, std::uint64_t n, std::uint32_t* status, std::uint32_t step,
+                     std::uint64_t per_chunk, std::uint64_t total, const std::uint16_t* run_bits) {
+  if (!enabled() || n == 0 || cs == 0 || total == 0) return false;
+  // 16-byte stores need 16-byte aligned run starts.
+  const bool vec = cs % 8 == 0 && step % 8 == 0 && reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  build_multi_lut<<<kLut / 256, 256, 0, space.cuda_stream()>>>(t.lut, t.multi);
   check(cudaGetLastError(), "huffman build_multi_lut");
-  inflate_kernel<<<static_cast<unsigned>(blocks), kInflateThreads, 0, space.cuda_stream()>>>(
-      words, n_words, chunk_offsets, cs, vec, t.lut, mlut.data(), Tables{t.limit, t.first, t.offset, t.symbols}, out,
-      n, nchunks, status);
-  check(cudaGetLastError(), "huffman inflate_kernel");
+  launch_inflate(space, words, n_words, chunk_offsets, cs, step, per_chunk, total, run_bits, vec, t, out, n, status);
   return true;
 }
 

@@ -610,6 +610,7 @@ Result measure(const Space& space, const Field<Space, T>& f, const Options& opt,
   r.dims = f.dims.str(), r.rank = effective_shape(f.dims).rank;
   r.elements = f.dims.count(), r.input_bytes = r.elements * sizeof(T);
   r.bound = opt.bound, r.reps = reps;
+  r.extra.push_back({"huffman_subchunk", std::to_string(opt.huffman_subchunk)});
   const Kokkos::View<const T*, Mem> in = f.data;
   Kokkos::View<T*, Mem> out;  // empty: the first decompress allocates it (and is counted)
   std::vector<std::uint8_t> stream;
@@ -852,12 +853,14 @@ struct Common {
   ErrorMode mode = ErrorMode::REL;
   int reps = 5;
   std::uint32_t seed = 1;
+  std::uint32_t subchunk = Options{}.huffman_subchunk;
   bool track_memory = true, info = false;
 
   static constexpr const char* usage =
       "[--backend serial|openmp|cuda] [--dims 512,512,512[/4096,4096/...]] [--kind turbulent,smooth]\n"
       "  [--input FILE --dtype f32|f64 --dims X,Y,Z [--name NAME]] [--rel 1e-2,1e-3 | --abs 1e-3]\n"
-      "  [--reps 5] [--seed 1] [--json FILE] [--csv FILE (appended)] [--no-memory] [--info]";
+      "  [--reps 5] [--seed 1] [--subchunk 512 (Huffman sub-chunk, 0 none)] [--json FILE] [--csv FILE (appended)]\n"
+      "  [--no-memory] [--info]";
 
   Common(const Args& a, const std::string& default_dims, const std::string& default_rel) {
     backend = a.str("backend", "default");
@@ -878,6 +881,7 @@ struct Common {
     for (auto& s : Args::split(b, ',')) bounds.push_back(std::stod(s));
     reps = std::max(1, a.integer("reps", 5));
     seed = std::uint32_t(a.integer("seed", 1));
+    subchunk = std::uint32_t(a.integer("subchunk", int(subchunk)));
     track_memory = !a.has("no-memory");
     info = a.has("info");
   }
@@ -901,6 +905,7 @@ struct Common {
     Options o;
     o.mode = mode;
     o.bound = bound;
+    o.huffman_subchunk = subchunk;
     return o;
   }
 };

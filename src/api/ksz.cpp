@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "portable/encode/huffman/huffman.hpp"
 #include "src/container/container.hpp"
 #include "src/cpu_baseline/classic_pipeline.hpp"
 #include "src/pipeline/interp_pipeline.hpp"
@@ -194,6 +195,13 @@ void validate(DType dtype, const Dims& dims, const Options& opt) {
   KSZ_EXPECTS(opt.radius <= 32768, "radius must be 0 (automatic) or in [1, 32768], got ", opt.radius);
   KSZ_EXPECTS(opt.huffman_chunk >= 1 && opt.huffman_chunk <= (1u << 24),
               "Huffman chunk must be in [1, 2^24], got ", opt.huffman_chunk);
+  KSZ_EXPECTS(opt.huffman_subchunk <= huffman::kMaxSubchunk, "Huffman sub-chunk must be 0 (none) or in [1, ",
+              huffman::kMaxSubchunk, "], got ", opt.huffman_subchunk);
+  KSZ_EXPECTS(opt.huffman_subchunk == 0 ||
+                  huffman::Runs(opt.huffman_chunk, opt.huffman_chunk, opt.huffman_subchunk).per_chunk <=
+                      huffman::kMaxRuns,
+              "Huffman sub-chunk ", opt.huffman_subchunk, " cuts a chunk of ", opt.huffman_chunk, " into more than ",
+              huffman::kMaxRuns, " runs");
 }
 
 std::vector<std::uint8_t> compress(const void* data, DType dtype, const Dims& dims, const Options& opt,

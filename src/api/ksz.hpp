@@ -20,6 +20,10 @@ struct Options {
   // (kDefaultRadius) for Lorenzo, chosen from the residuals for interp.
   std::uint32_t radius = 0;
   std::uint32_t huffman_chunk = 4096;        // symbols per independently decodable chunk
+  // Sub-chunk (format 1.2): the bit length of every run of this many symbols
+  // is stored so decoders start a thread per run. 0 = none; at most 2730
+  // (huffman::kMaxSubchunk).
+  std::uint32_t huffman_subchunk = 512;
   Backend backend = Backend::Default;        // where the pipeline runs
   // Pass on the Huffman bitstream (--lossless): zbe by default, none or zwe.
   // Stored only where it shrinks the bitstream; SZx streams ignore it.

@@ -203,12 +203,16 @@ int run(int argc, char** argv) {
                                    "'--report quality' adds every quality metric")
                          ->expected(0, 1);
   std::string lossless = "zbe", pipeline_name = "dual";
-  std::uint32_t block = 128, check_width = 384;
+  std::uint32_t block = 128, check_width = 384, subchunk = Options{}.huffman_subchunk;
   c->add_option("--lossless", lossless,
                 "pass on the Huffman bitstream: zbe (zero-byte elimination), zwe (zero words, faster, less ratio) "
                 "or none; kept only where it shrinks the bitstream")
       ->capture_default_str();
   c->add_option("--block", block, "SZx block size")->capture_default_str();
+  c->add_option("--subchunk", subchunk,
+                "Huffman sub-chunk: store the bit length of every run of this many codes so GPU decoders start a "
+                "thread per run (~0.7% of the stream at 512); 0 = none")
+      ->capture_default_str();
   c->add_option("--pipeline", pipeline_name, "dual (cuSZ dual-quantization) or classic (ParaSZ, CPU)")
       ->capture_default_str();
   c->add_option("--check-width", check_width, "classic pipeline progress batch")->capture_default_str();
@@ -264,6 +268,7 @@ int run(int argc, char** argv) {
     opt.backend = backend;
     opt.lossless = parse_lossless(lossless);
     opt.szx_block = block;
+    opt.huffman_subchunk = subchunk;
     opt.check_width = check_width;
     opt.threads = threads > 0 ? std::uint32_t(threads) : 0u;
     KSZ_EXPECTS(pipeline_name == "dual" || pipeline_name == "classic", "unknown pipeline '", pipeline_name,

@@ -30,6 +30,7 @@ enum class Param : std::uint16_t {
   HuffmanChunk = 4,    // u32: symbols per independently decodable Huffman chunk
   OutlierCount = 5,    // u64
   VerbatimCount = 6,   // u64
+  HuffmanSubchunk = 7, // u32: symbols per sub-chunk (format 1.2, with segment 8)
   // PW_REL (log transform), FORMAT.md "PW_REL"
   PwZeroThreshold = 56,  // f64: transformed values below it decode to 0
   PwSignMode = 57,       // u32: 0 all non-negative, 1 all negative, 2 sign bitmap segment
@@ -53,6 +54,7 @@ enum class SegmentId : std::uint16_t {
   OutlierValue = 5,         // i32 per outlier: the prediction residual
   VerbatimIndex = 6,        // as OutlierIndex
   VerbatimValue = 7,        // f32 or f64 per verbatim element: the exact input bits
+  HuffmanRunBits = 8,       // u16 per sub-chunk but each chunk's last: its bit length (format 1.2)
   // Classic (ParaSZ) pipeline, FORMAT.md "Classic Lorenzo"
   ClassicUnpredictable = 48,  // f32 or f64 per code-0 element, in element order
   // PW_REL, FORMAT.md "PW_REL"

@@ -192,7 +192,8 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // Its last stage ends before the Huffman segments' copy to the host, which
   // therefore counts in gather+container, as in the other pipelines.
   const auto huff =
-      huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, opt.lossless, timer, report);
+      huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, opt.huffman_subchunk, opt.lossless,
+                                      timer, report);
 
   const auto oi = pack_indices(out_idx, n);
   const auto ov = to_host_bytes(out_val, out_val.extent(0));
@@ -218,13 +219,16 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   h.set_f64(Param::InterpAlpha, cfg.alpha);
   h.set_u32s(Param::InterpOrder, {cfg.order[0], cfg.order[1], cfg.order[2]});
   h.set_u32s(Param::InterpNatural, {cfg.kind[0], cfg.kind[1], cfg.kind[2]});
-  auto stream = container::write(h, {{SegmentId::HuffmanLengths, huff.lengths.data(), huff.lengths.size()},
-                                     {SegmentId::HuffmanChunkOffsets, huff.offsets.data(), huff.offsets.size()},
-                                     {SegmentId::HuffmanWords, huff.words.data(), huff.words.size()},
-                                     {SegmentId::OutlierIndex, oi.data(), oi.size()},
-                                     {SegmentId::OutlierValue, ov.data(), ov.size()},
-                                     {SegmentId::VerbatimIndex, vi.data(), vi.size()},
-                                     {SegmentId::VerbatimValue, vv.data(), vv.size()}});
+  std::vector<container::Segment> segments = {
+      {SegmentId::HuffmanLengths, huff.lengths.data(), huff.lengths.size()},
+      {SegmentId::HuffmanChunkOffsets, huff.offsets.data(), huff.offsets.size()},
+      {SegmentId::HuffmanWords, huff.words.data(), huff.words.size()},
+      {SegmentId::OutlierIndex, oi.data(), oi.size()},
+      {SegmentId::OutlierValue, ov.data(), ov.size()},
+      {SegmentId::VerbatimIndex, vi.data(), vi.size()},
+      {SegmentId::VerbatimValue, vv.data(), vv.size()}};
+  add_run_bits(h, segments, opt.huffman_subchunk, huff.run_bits);
+  auto stream = container::write(h, segments);
   timer.mark("gather+container");
   if (report) {
     report->elements = n;

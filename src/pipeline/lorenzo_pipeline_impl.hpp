@@ -111,7 +111,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
   timer.mark("codebook");
 
-  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws);
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws, opt.huffman_subchunk);
   timer.mark("huffman encode");
 
   // Sparse lists by prefix-scan compaction (increasing order on every
@@ -161,6 +161,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const auto words = words_segment(space, enc.words, enc.n_words, opt.lossless, pass, timer, report);
   std::vector<std::uint8_t> lengths(book.lengths.begin(), book.lengths.end());
   const auto offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
+  const auto run_bits = to_host_bytes(enc.run_bits, enc.run_bits.extent(0));
   const auto oi = pack_indices(out_idx, n);
   const auto ov = to_host_bytes(out_val, out_val.extent(0));
   const auto vi = pack_indices(verb_idx, n);
@@ -183,13 +184,15 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   h.set_u32(Param::HuffmanChunk, opt.huffman_chunk);
   h.set_u64(Param::OutlierCount, out_idx.extent(0));
   h.set_u64(Param::VerbatimCount, verb_idx.extent(0));
-  auto stream = container::write(h, {{SegmentId::HuffmanLengths, lengths.data(), lengths.size()},
-                                     {SegmentId::HuffmanChunkOffsets, offsets.data(), offsets.size()},
-                                     {SegmentId::HuffmanWords, words.data(), words.size()},
-                                     {SegmentId::OutlierIndex, oi.data(), oi.size()},
-                                     {SegmentId::OutlierValue, ov.data(), ov.size()},
-                                     {SegmentId::VerbatimIndex, vi.data(), vi.size()},
-                                     {SegmentId::VerbatimValue, vv.data(), vv.size()}});
+  std::vector<container::Segment> segments = {{SegmentId::HuffmanLengths, lengths.data(), lengths.size()},
+                                              {SegmentId::HuffmanChunkOffsets, offsets.data(), offsets.size()},
+                                              {SegmentId::HuffmanWords, words.data(), words.size()},
+                                              {SegmentId::OutlierIndex, oi.data(), oi.size()},
+                                              {SegmentId::OutlierValue, ov.data(), ov.size()},
+                                              {SegmentId::VerbatimIndex, vi.data(), vi.size()},
+                                              {SegmentId::VerbatimValue, vv.data(), vv.size()}};
+  add_run_bits(h, segments, opt.huffman_subchunk, run_bits);
+  auto stream = container::write(h, segments);
   timer.mark("gather+container");
   if (report) {
     report->elements = n;
@@ -244,6 +247,7 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
+  const auto runs = run_bits_of(space, s, n, hchunk);
   auto oi = unpack_indices(space, s.require(SegmentId::OutlierIndex), n_out, n, "outlier");
   auto ov = to_device<std::int32_t>(space, s.require(SegmentId::OutlierValue), n_out, "outlier values");
   auto vi = unpack_indices(space, s.require(SegmentId::VerbatimIndex), n_verb, n, "verbatim");
@@ -252,7 +256,7 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
 
   typename Workspace<Mem>::Lease ws;
   const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
-  huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes);
+  huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes, runs.first, runs.second, &ws);
   timer.mark("huffman decode");
 
   const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};

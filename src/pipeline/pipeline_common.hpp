@@ -218,6 +218,35 @@ Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& sp
   return d;
 }
 
+// ---- Huffman sub-chunks (FORMAT.md "Huffman sub-chunks", format 1.2) ----
+
+// Key 7 and segment 8 travel together, and only when run lengths are stored.
+inline void add_run_bits(container::Header& h, std::vector<container::Segment>& segments, std::uint32_t sub,
+                         const std::vector<std::uint8_t>& run_bits) {
+  if (run_bits.empty()) return;
+  h.set_u32(container::Param::HuffmanSubchunk, sub);
+  segments.push_back({container::SegmentId::HuffmanRunBits, run_bits.data(), run_bits.size()});
+}
+
+// The stream's run lengths on the device and its sub-chunk size ({} and 0
+// without sub-chunks), checked against n symbols in chunks of hchunk.
+template <class ExecSpace>
+std::pair<Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space>, std::uint32_t> run_bits_of(
+    const ExecSpace& space, const container::Parsed& s, std::uint64_t n, std::uint32_t hchunk) {
+  const bool has_key = s.header.params.count(std::uint16_t(container::Param::HuffmanSubchunk)) != 0;
+  const container::Segment* seg = s.find(container::SegmentId::HuffmanRunBits);
+  KSZ_STREAM_CHECK(has_key == (seg != nullptr), "sub-chunk size (key 7) and lengths (segment 8) must come together");
+  if (!has_key) return {{}, 0u};
+  const std::uint32_t sub = s.header.u32(container::Param::HuffmanSubchunk);
+  KSZ_STREAM_CHECK(sub >= 1 && sub <= huffman::kMaxSubchunk && sub < hchunk, "sub-chunk of ", sub,
+                   " symbols is not in [1, min(", huffman::kMaxSubchunk, ", chunk - 1)]");
+  const huffman::Runs runs(n, hchunk, sub);
+  KSZ_STREAM_CHECK(runs.per_chunk <= huffman::kMaxRuns, "sub-chunk of ", sub, " cuts a chunk of ", hchunk,
+                   " into more than ", huffman::kMaxRuns, " runs");
+  KSZ_STREAM_CHECK(runs.stored > 0, "sub-chunk lengths stored where no chunk has two sub-chunks");
+  return {to_device<std::uint16_t>(space, *seg, runs.stored, "sub-chunk lengths"), sub};
+}
+
 // ---- The lossless pass on segment 3 (FORMAT.md "Lossless pass") ----
 
 // Segment 3 as stored: the Huffman words through `pass` where that shrinks
@@ -316,15 +345,15 @@ constexpr DType dtype_of() {
 // Quantization codes -> histogram -> canonical Huffman, as host segments
 // (segments 1-3 of FORMAT.md). The Lorenzo pipeline does the same inline.
 struct HuffmanSegments {
-  std::vector<std::uint8_t> lengths, offsets, words;
+  std::vector<std::uint8_t> lengths, offsets, words, run_bits;  // run_bits: segment 8, empty without sub-chunks
   LosslessId lossless = LosslessId::None;  // the pass applied to `words` (header byte 5)
 };
 
 template <class ExecSpace, class Timer>
 HuffmanSegments huffman_encode_codes(const ExecSpace& space,
                                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                                     std::uint32_t radius, std::uint32_t huffman_chunk, LosslessId pass,
-                                     Timer& timer, Report* report) {
+                                     std::uint32_t radius, std::uint32_t huffman_chunk, std::uint32_t subchunk,
+                                     LosslessId pass, Timer& timer, Report* report) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint32_t nsym = 2 * radius;
   Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
@@ -334,11 +363,12 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
   timer.mark("codebook");
-  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk);
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, nullptr, subchunk);
   timer.mark("huffman encode");
   HuffmanSegments out;
   out.lengths.assign(book.lengths.begin(), book.lengths.end());
   out.offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
+  out.run_bits = to_host_bytes(enc.run_bits, enc.run_bits.extent(0));
   out.words = words_segment(space, enc.words, enc.n_words, pass, out.lossless, timer, report);
   return out;
 }
@@ -362,9 +392,10 @@ Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_co
   const huffman::DeviceCodebook<ExecSpace> dbook(book);
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
+  const auto runs = run_bits_of(space, s, n, hchunk);
   auto words = huffman_words<ExecSpace>(space, s, n_words, timer);
   Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
-  huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes);
+  huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes, runs.first, runs.second);
   return codes;
 }
 

@@ -23,6 +23,7 @@ struct Golden {
   double bound;
   std::uint32_t decoded_crc;  // CRC-32C of the decompressed bytes
   LosslessId lossless;        // pass on the Huffman bitstream (streams from before format 1.1: none)
+  std::uint32_t subchunk;     // Huffman sub-chunk (streams from before format 1.2: 0, none)
 };
 
 // Inputs from integer arithmetic and exact double operations only, so they
@@ -40,11 +41,14 @@ std::vector<T> golden_input(const Dims& d) {
 }
 
 const std::vector<Golden> kGolden = {
-    {"lorenzo_f32_3d.ksz", DType::F32, {24, 16, 8}, ErrorMode::REL, 1e-3, 0x77245E0Cu, LosslessId::None},
-    {"lorenzo_f64_1d.ksz", DType::F64, {3000}, ErrorMode::ABS, 1e-6, 0x823DB6EBu, LosslessId::None},
-    {"lorenzo_f32_4d.ksz", DType::F32, {6, 5, 4, 3}, ErrorMode::ABS, 0.05, 0xEE16CC06u, LosslessId::None},
+    {"lorenzo_f32_3d.ksz", DType::F32, {24, 16, 8}, ErrorMode::REL, 1e-3, 0x77245E0Cu, LosslessId::None, 0},
+    {"lorenzo_f64_1d.ksz", DType::F64, {3000}, ErrorMode::ABS, 1e-6, 0x823DB6EBu, LosslessId::None, 0},
+    {"lorenzo_f32_4d.ksz", DType::F32, {6, 5, 4, 3}, ErrorMode::ABS, 0.05, 0xEE16CC06u, LosslessId::None, 0},
     // Format 1.1: the zero-byte elimination pass on the Huffman bitstream.
-    {"lorenzo_f32_3d_zbe.ksz", DType::F32, {64, 64, 16}, ErrorMode::REL, 1e-2, 0x0FFA0827u, LosslessId::ZeroBytes},
+    {"lorenzo_f32_3d_zbe.ksz", DType::F32, {64, 64, 16}, ErrorMode::REL, 1e-2, 0x0FFA0827u, LosslessId::ZeroBytes, 0},
+    // Format 1.2: Huffman sub-chunks (key 7, segment 8), with the lossless pass; the default options.
+    {"lorenzo_f32_3d_runs.ksz", DType::F32, {64, 64, 16}, ErrorMode::REL, 1e-2, 0x0FFA0827u, LosslessId::ZeroBytes,
+     512},
 };
 
 std::vector<std::uint8_t> input_bytes(const Golden& g) {
@@ -66,6 +70,7 @@ std::vector<std::uint8_t> compress_golden(const Golden& g, Backend b) {
   opt.bound = g.bound;
   opt.backend = b;
   opt.lossless = g.lossless;
+  opt.huffman_subchunk = g.subchunk;
   const auto in = input_bytes(g);
   return compress(in.data(), g.dtype, dims_of(g.dims), opt);
 }

@@ -577,4 +577,127 @@ TYPED_TEST(HuffmanCodec, DecodeSurvivesCorruptWords) {
   EXPECT_GT(4 * detected, 3 * trials) << detected << " of " << trials;
 }
 
+// ---- sub-chunks (format 1.2): stored run lengths, a decoder thread per run ----
+
+// Bit lengths of every run of sub symbols but each chunk's last, as FORMAT.md says.
+std::vector<u16> reference_run_bits(const std::vector<u16>& sym, const Codebook& book, u32 cs, u32 sub) {
+  std::vector<u16> out;
+  if (sub == 0 || sub >= cs) return out;
+  for (std::size_t c0 = 0; c0 < sym.size(); c0 += cs) {
+    const std::size_t c1 = std::min(sym.size(), c0 + cs);
+    for (std::size_t a = c0; a + sub < c1; a += sub) {
+      u64 bits = 0;
+      for (std::size_t i = a; i < a + sub; ++i) bits += book.lengths[sym[i]];
+      out.push_back(static_cast<u16>(bits));
+    }
+  }
+  return out;
+}
+
+struct RunStream {
+  std::vector<u32> words;
+  std::vector<u64> offsets;
+  std::vector<u16> runs;
+};
+
+// Encodes with sub-chunks: the bitstream and offsets must be those without
+// them (the reference), the run lengths the reference's; decodes run by run.
+template <class Space>
+RunStream round_trip_runs(const std::vector<u16>& sym, const Codebook& book, u32 cs, u32 sub) {
+  Space space;
+  const ksz::huffman::DeviceCodebook<Space> dbook(book);
+  const auto dsym = to_device<Space>(sym);
+  const auto enc = ksz::huffman::encode(space, dsym, dbook, cs, nullptr, sub);
+  space.fence();
+  RunStream s{to_host(enc.words), to_host(enc.chunk_offsets), to_host(enc.run_bits)};
+  std::vector<u32> rw;
+  std::vector<u64> ro;
+  reference_encode(sym, book, cs, rw, ro);
+  const std::string where = "n=" + std::to_string(sym.size()) + " cs=" + std::to_string(cs) + " sub=" +
+                            std::to_string(sub);
+  EXPECT_EQ(s.offsets, ro) << where;
+  EXPECT_TRUE(s.words == rw) << where;
+  EXPECT_EQ(s.runs, reference_run_bits(sym, book, cs, sub)) << where;
+  EXPECT_EQ(s.runs.size(), ksz::huffman::Runs(sym.size(), cs, sub).stored) << where;
+  DView<Space> out("out", sym.size());
+  ksz::huffman::decode(space, enc.words, enc.chunk_offsets, cs, dbook, out,
+                       Kokkos::View<const u16*, typename Space::memory_space>(enc.run_bits), sub);
+  EXPECT_TRUE(to_host(out) == sym) << where;
+  return s;
+}
+
+TYPED_TEST(HuffmanCodec, SubchunksRoundTrip) {
+  const std::vector<u16> skewed = quant_codes(100003, 1024, 3.0, 31);
+  const std::vector<u64> h = histogram_of(skewed, 1024);
+  const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+  // Runs dividing the chunk, not dividing it, one symbol, as long as the
+  // chunk (none stored), the u16 limit, and short last chunks.
+  // At most kMaxRuns (256) runs a chunk.
+  const std::vector<std::pair<u32, u32>> shapes = {{4096, 512}, {4096, 1024}, {4096, 16},  {4096, 1000},
+                                                   {1000, 96},  {256, 1},     {1000, 999}, {1000, 1000},
+                                                   {8192, 2730}, {37, 5}};
+  for (const auto& [cs, sub] : shapes)
+    for (const std::size_t n : {std::size_t(1), std::size_t(cs) - 1, std::size_t(cs) + 3, skewed.size()}) {
+      const std::vector<u16> sym(skewed.begin(), skewed.begin() + std::min(n, skewed.size()));
+      round_trip_runs<TypeParam>(sym, book, cs, sub);
+    }
+  // Codes of up to 24 bits (the decoder's long-code path) crossing run starts at every bit offset.
+  const std::vector<u64> fib = fibonacci_hist(60, 60);
+  const Codebook long_book = ksz::huffman::build_codebook(fib.data(), fib.size());
+  ASSERT_EQ(max_length(long_book), kMaxCodeLength);
+  std::mt19937_64 rng(37);
+  std::vector<u16> sym;
+  for (int i = 0; i < 60000; ++i) sym.push_back(static_cast<u16>(rng() % 60));
+  for (const auto& [cs, sub] : std::vector<std::pair<u32, u32>>{{256, 1}, {1024, 7}, {4096, 64}, {4096, 512}})
+    round_trip_runs<TypeParam>(sym, long_book, cs, sub);
+}
+
+// Decodes with run lengths, possibly hostile; true if rejected.
+template <class Space>
+bool rejected_runs(const RunStream& s, u32 cs, u32 sub, const std::vector<u16>& runs,
+                   const ksz::huffman::DeviceCodebook<Space>& book, std::size_t n) {
+  Space space;
+  DView<Space> out("out", n);
+  try {
+    ksz::huffman::decode(space, to_device<Space>(s.words), to_device<Space>(s.offsets), cs, book, out,
+                         Kokkos::View<const u16*, typename Space::memory_space>(to_device<Space>(runs)), sub);
+  } catch (const ksz::CorruptStream&) {
+    return true;
+  }
+  return false;
+}
+
+TYPED_TEST(HuffmanCodec, DecodeRejectsBadRunLengths) {
+  const u32 cs = 4096, sub = 512;
+  const std::vector<u16> sym = quant_codes(50000, 1024, 6.0, 41);
+  const std::vector<u64> h = histogram_of(sym, 1024);
+  const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+  const ksz::huffman::DeviceCodebook<TypeParam> dbook(book);
+  const RunStream s = round_trip_runs<TypeParam>(sym, book, cs, sub);
+  const std::size_t n = sym.size();
+  ASSERT_FALSE(rejected_runs<TypeParam>(s, cs, sub, s.runs, dbook, n));
+  auto runs = s.runs;
+  runs.pop_back();  // one length missing
+  EXPECT_TRUE(rejected_runs<TypeParam>(s, cs, sub, runs, dbook, n));
+  EXPECT_TRUE(rejected_runs<TypeParam>(s, cs, 256, s.runs, dbook, n));  // lengths for another sub-chunk size
+  EXPECT_TRUE(rejected_runs<TypeParam>(s, cs, ksz::huffman::kMaxSubchunk + 1, s.runs, dbook, n));
+  EXPECT_TRUE(rejected_runs<TypeParam>(s, cs, 8, s.runs, dbook, n));  // 512 runs a chunk: more than kMaxRuns
+  // Any change to one length moves a run start off the symbol boundary the
+  // previous run ends on: the run before it no longer ends where it begins.
+  std::mt19937_64 rng(43);
+  for (int t = 0; t < 120; ++t) {
+    runs = s.runs;
+    const std::size_t i = rng() % runs.size();
+    const u16 old = runs[i];
+    runs[i] = t % 3 == 0 ? static_cast<u16>(rng()) : t % 3 == 1 ? static_cast<u16>(old + 1 + rng() % 40)
+                                                                : static_cast<u16>(old - std::min<u16>(old, 1 + rng() % 40));
+    if (runs[i] == old) continue;
+    EXPECT_TRUE(rejected_runs<TypeParam>(s, cs, sub, runs, dbook, n)) << "length " << i << " = " << runs[i];
+  }
+  // Two lengths traded between neighbours move one start and keep the next.
+  runs = s.runs;
+  runs[0] += 3, runs[1] -= 3;
+  EXPECT_TRUE(rejected_runs<TypeParam>(s, cs, sub, runs, dbook, n));
+}
+
 }  // namespace

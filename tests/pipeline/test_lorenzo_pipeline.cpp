@@ -5,8 +5,10 @@
 #include <cmath>
 
 #include "src/api/ksz.hpp"
+#include "src/container/container.hpp"
 #include "tests/common/backends.hpp"
 #include "tests/common/fields.hpp"
+#include "tests/common/stream_parts.hpp"
 
 namespace ksz::test {
 namespace {
@@ -158,6 +160,66 @@ TYPED_TEST(LorenzoPipeline, SmoothFieldsCompress) {
   opt.backend = b;
   const auto stream = compress(in.data(), DType::F32, d, opt);
   EXPECT_GT(double(in.size() * 4) / double(stream.size()), 8.0);
+}
+
+// Format 1.2 sub-chunks: the default stream carries the run lengths (key 7,
+// segment 8) and nothing else changes: same bitstream, same decoded bytes as
+// a stream without them, for Lorenzo and interpolation, both dtypes.
+TYPED_TEST(LorenzoPipeline, SubchunksChangeOnlyTheirSegment) {
+  using container::Param;
+  using container::SegmentId;
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({40, 50, 30});  // 60000 codes: 14 full chunks and a short one
+  const auto in = make_field<float>(Pattern::Noisy, d);
+  for (const PredictorId pred : {PredictorId::Lorenzo, PredictorId::Interp}) {
+    Options opt;
+    opt.bound = 1e-4;
+    opt.backend = b;
+    opt.predictor = pred;
+    const auto with = compress(in.data(), DType::F32, d, opt);
+    opt.huffman_subchunk = 0;
+    const auto without = compress(in.data(), DType::F32, d, opt);
+    Parts pw = split(with), po = split(without);
+    ASSERT_TRUE(pw.has(SegmentId::HuffmanRunBits));
+    ASSERT_FALSE(po.has(SegmentId::HuffmanRunBits));
+    EXPECT_EQ(pw.h.u32(Param::HuffmanSubchunk), 512u);
+    EXPECT_EQ(pw.seg(SegmentId::HuffmanRunBits).size(), 2u * (14 * 7 + (60000 - 14 * 4096 - 1) / 512));
+    EXPECT_EQ(pw.seg(SegmentId::HuffmanWords), po.seg(SegmentId::HuffmanWords));
+    EXPECT_EQ(pw.seg(SegmentId::HuffmanChunkOffsets), po.seg(SegmentId::HuffmanChunkOffsets));
+    EXPECT_EQ(with.size(), without.size() + 8 + 32 + pw.seg(SegmentId::HuffmanRunBits).size());
+    const Field fw = decompress(with.data(), with.size(), b), fo = decompress(without.data(), without.size(), b);
+    EXPECT_EQ(fw.bytes, fo.bytes);
+
+    auto expect_corrupt = [&](const Parts& p, const char* what) {
+      const auto s = p.write();
+      EXPECT_THROW(decompress(s.data(), s.size(), b), CorruptStream) << what;
+    };
+    {
+      Parts p = pw;
+      p.erase(SegmentId::HuffmanRunBits);
+      expect_corrupt(p, "key without lengths");
+    }
+    {
+      Parts p = pw;
+      p.h.params.erase(std::uint16_t(Param::HuffmanSubchunk));
+      expect_corrupt(p, "lengths without key");
+    }
+    for (const std::uint32_t sub : {0u, 256u, 4096u, 2731u}) {
+      Parts p = pw;
+      p.h.set_u32(Param::HuffmanSubchunk, sub);
+      expect_corrupt(p, "sub-chunk size");
+    }
+    {
+      Parts p = pw;
+      p.seg(SegmentId::HuffmanRunBits).resize(p.seg(SegmentId::HuffmanRunBits).size() - 2);
+      expect_corrupt(p, "one length short");
+    }
+    {
+      Parts p = pw;
+      p.seg(SegmentId::HuffmanRunBits)[6] ^= 1;  // run 3 of chunk 0 one bit longer or shorter
+      expect_corrupt(p, "a length off by one bit");
+    }
+  }
 }
 
 TEST(LorenzoPipelineArgs, RejectsBadArguments) {

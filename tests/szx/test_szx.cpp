@@ -15,6 +15,7 @@
 #include "src/container/container.hpp"
 #include "tests/common/backends.hpp"
 #include "tests/common/fields.hpp"
+#include "tests/common/stream_parts.hpp"
 
 namespace ksz::test {
 namespace {
@@ -337,28 +338,6 @@ TYPED_TEST(Szx, StreamBytesPinned) {
 
 // ---- Hostile streams: rebuilt with valid checksums so the SZx decoder's own
 // checks, not the container's CRC, must catch them.
-struct Parts {
-  container::Header h;
-  std::vector<std::pair<container::SegmentId, std::vector<std::uint8_t>>> segs;
-  std::vector<std::uint8_t> write() const {
-    std::vector<container::Segment> v;
-    for (const auto& s : segs) v.push_back({s.first, s.second.data(), s.second.size()});
-    return container::write(h, v);
-  }
-  std::vector<std::uint8_t>& seg(container::SegmentId id) {
-    for (auto& s : segs)
-      if (s.first == id) return s.second;
-    throw std::logic_error("no segment");
-  }
-};
-
-Parts split(const std::vector<std::uint8_t>& s) {
-  const auto p = container::read(s.data(), s.size());
-  Parts out{p.header, {}};
-  for (const auto& seg : p.segments) out.segs.push_back({seg.id, std::vector<std::uint8_t>(seg.data, seg.data + seg.size)});
-  return out;
-}
-
 TYPED_TEST(Szx, HostileStreamsRejected) {
   using container::Param;
   using container::SegmentId;
@@ -422,7 +401,7 @@ TYPED_TEST(Szx, HostileStreamsRejected) {
     q.seg(id).pop_back();
     expect_corrupt(q, "segment one byte short");
     Parts r = base;
-    r.segs.erase(std::find_if(r.segs.begin(), r.segs.end(), [&](const auto& s) { return s.first == id; }));
+    r.erase(id);
     expect_corrupt(r, "segment missing");
   }
   {  // leading codes changed: the mid-byte count no longer matches

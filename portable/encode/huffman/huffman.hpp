@@ -5,6 +5,12 @@
 //
 // Bitstream: a chunk's codes are packed MSB-first into uint32 words, the last
 // word zero-padded; chunk c occupies words [chunk_offsets[c], chunk_offsets[c+1]).
+//
+// Sub-chunks (format 1.2): a chunk may also be cut into runs of `sub` symbols
+// whose bit lengths are stored (u16, every run but a chunk's last), so a
+// decoder starts one thread at each run instead of one a chunk: the bitstream
+// is unchanged, the lengths only say where runs begin, and the decoder checks
+// each run ends exactly where the next one begins.
 #pragma once
 #include <Kokkos_Core.hpp>
 #include <algorithm>
@@ -30,10 +36,11 @@ namespace impl {
 // Bits of the device status word.
 enum StatusBits : std::uint32_t {
   kBadSymbol = 1u,   // encode: a symbol outside the codebook or with no code
-  kBadOffsets = 2u,  // decode: chunk offsets not monotone, not from 0, or past the words
+  kBadOffsets = 2u,  // decode: chunk offsets not monotone, not from 0, past the words, or a chunk >= 2^27 words
   kBadCode = 4u,     // decode: bits that are no codeword (incomplete code)
   kOverrun = 8u,     // decode: a chunk needs more bits than its words hold
   kTrailing = 16u,   // decode: unused words or nonzero padding after a chunk
+  kBadRun = 32u,     // decode: a sub-chunk does not end where the next one begins
 };
 
 inline std::string describe_status(std::uint32_t s) {
@@ -47,6 +54,7 @@ inline std::string describe_status(std::uint32_t s) {
   add(kBadCode, "bits that are no codeword");
   add(kOverrun, "a chunk runs past its words");
   add(kTrailing, "unused words or nonzero padding after a chunk");
+  add(kBadRun, "a sub-chunk does not end where the next one begins (sub-chunk lengths are wrong)");
   return out;
 }
 
@@ -97,6 +105,10 @@ struct DeviceCodebook {
   // Per symbol: length << 24 | code (cuSZ's 32-bit bitwidth-codeword tuple); 0 = no code.
   Kokkos::View<const std::uint32_t*, memory_space> encode_table() const { return m_enc; }
   impl::DecodeTables<memory_space> decode_tables() const { return m_dec; }
+  // Room (2^kLutBits entries, uninitialized) for a decoder's own derived table
+  // (the CUDA inflate's multi-symbol table), so it allocates nothing per call.
+  // Empty in host memory.
+  Kokkos::View<unsigned long long*, memory_space> scratch_table() const { return m_scratch; }
 
  private:
   std::size_t m_nsym = 0;
@@ -104,12 +116,14 @@ struct DeviceCodebook {
   Kokkos::View<std::uint32_t*, memory_space> m_storage;  // owns every table below (unmanaged views into it)
   Kokkos::View<const std::uint32_t*, memory_space> m_enc;
   impl::DecodeTables<memory_space> m_dec;
+  Kokkos::View<unsigned long long*, memory_space> m_scratch;
 };
 
 template <class ExecSpace>
 struct Encoded {
   Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> words;          // the bitstream
   Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> chunk_offsets;  // nchunks+1 word offsets
+  Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> run_bits;       // Runs::stored entries (may be 0)
   std::uint64_t n_words = 0;                                                     // == chunk_offsets[nchunks]
 };
 
@@ -117,6 +131,28 @@ struct Encoded {
 inline std::uint64_t chunk_count(std::uint64_t n, std::uint32_t chunk_symbols) {
   return n == 0 ? 0 : (n - 1) / chunk_symbols + 1;
 }
+
+// Longest sub-chunk whose bit length always fits the u16 it is stored in.
+constexpr std::uint32_t kMaxSubchunk = 65535u / kMaxCodeLength;
+// Most runs a chunk may have: a decoder sums a run's predecessors' lengths
+// itself (at most 255 adds, a start below 2^24 bits).
+constexpr std::uint64_t kMaxRuns = 256;
+
+// How n symbols split into chunks of cs and those into runs of sub (sub 0 or
+// >= cs: a run is a chunk). Run u is run k = u % per_chunk of chunk
+// u / per_chunk; only the last chunk may have fewer runs. The stored lengths
+// of chunk c's runs 0..runs-2 are entries c * (per_chunk - 1) + k.
+struct Runs {
+  std::uint64_t n = 0, cs = 1, step = 1;  // step: symbols a run (cs without sub-chunks)
+  std::uint64_t nchunks = 0, per_chunk = 1, total = 0, stored = 0;
+  Runs(std::uint64_t n_, std::uint32_t cs_, std::uint32_t sub) : n(n_), cs(cs_) {
+    step = sub == 0 || sub >= cs ? cs : sub;
+    nchunks = chunk_count(n, cs_);
+    per_chunk = (cs - 1) / step + 1;
+    if (nchunks) total = (nchunks - 1) * per_chunk + (n - (nchunks - 1) * cs - 1) / step + 1;
+    stored = total - nchunks;
+  }
+};
 
 template <class ExecSpace>
 DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book) {
@@ -177,10 +213,16 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book) {
     const std::uint32_t end = (book.codes[s] + 1) << (kLutBits - l);
     for (std::uint32_t i = begin; i < end; ++i) hp[o_lut + i] = std::uint32_t(s) | (std::uint32_t(l) << 16);
   }
+  constexpr bool scratch = !std::is_same<memory_space, Kokkos::HostSpace>::value;
+  const std::size_t o_scratch = (total + 1) & ~std::size_t(1);  // 8-byte aligned
   Kokkos::View<std::uint32_t*, memory_space> d(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::huffman::tables")), total);
-  Kokkos::deep_copy(d, h);
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::huffman::tables")),
+      scratch ? o_scratch + 2 * (std::size_t(1) << kLutBits) : total);
+  Kokkos::deep_copy(Kokkos::subview(d, std::make_pair(std::size_t(0), total)), h);
   m_storage = d;
+  if (scratch)
+    m_scratch = Kokkos::View<unsigned long long*, memory_space>(
+        reinterpret_cast<unsigned long long*>(d.data() + o_scratch), std::size_t(1) << kLutBits);
   const std::uint32_t* dp = d.data();
   m_enc = Kokkos::View<const std::uint32_t*, memory_space>(dp, nsym);
   m_dec.limit = Kokkos::View<const std::uint32_t*, memory_space>(dp + o_limit, kL + 1);
@@ -197,20 +239,30 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book) {
 // counts into chunk_offsets, then deflate with each chunk writing only its words.
 // Synchronizes once (to size the bitstream); the deflate is left in flight on space.
 // With ws, the bitstream, offsets and status live in the caller's workspace
-// (valid while its lease is held) instead of fresh allocations.
+// (valid while its lease is held) instead of fresh allocations. With sub in
+// [1, kMaxSubchunk] below chunk_symbols, run_bits gets the lengths of the
+// chunks' runs of sub symbols (Runs); else it is empty.
 template <class ExecSpace>
 Encoded<ExecSpace> encode(const ExecSpace& space,
                           Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> symbols,
                           const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols,
-                          typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
+                          typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
+                          std::uint32_t sub = 0) {
   using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
   using Mem = typename ExecSpace::memory_space;
   using Policy = Kokkos::RangePolicy<ExecSpace>;
   KSZ_EXPECTS(chunk_symbols >= 1, "huffman: chunk_symbols must be >= 1");
+  KSZ_EXPECTS(sub <= kMaxSubchunk, "huffman: sub-chunk of ", sub, " symbols exceeds ", kMaxSubchunk);
   const std::uint64_t n = symbols.extent(0);
   const std::uint64_t nchunks = chunk_count(n, chunk_symbols);
   const std::uint64_t cs = chunk_symbols;
+  const Runs runs(n, chunk_symbols, sub);
+  KSZ_EXPECTS(runs.per_chunk <= kMaxRuns, "huffman: ", runs.per_chunk, " sub-chunks a chunk exceed ", kMaxRuns);
+  const std::uint64_t step = runs.step, per_chunk = runs.per_chunk;
   Encoded<ExecSpace> res;
+  res.run_bits = Kokkos::View<std::uint16_t*, Mem>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman::run_bits"), runs.stored);
+  const auto run_bits = res.run_bits;
   Kokkos::View<std::uint64_t*, Mem> offsets;
   if (ws) {
     offsets = ws->template get<std::uint64_t>(WS::kHuffOffsets, nchunks + 1, "ksz::huffman::chunk_offsets");
@@ -238,19 +290,27 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
     specialized = cuda_spec::huffman_chunk_bits(space, symbols.data(), n, chunk_symbols, enc.data(), nsym,
-                                                offsets.data(), status.data());
+                                                offsets.data(), status.data(),
+                                                runs.stored ? static_cast<std::uint32_t>(step) : 0u, per_chunk,
+                                                run_bits.data());
 #endif
   if (!specialized) Kokkos::parallel_for(
       "ksz::huffman::chunk_bits", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
         const std::uint64_t s0 = c * cs;
         const std::uint64_t s1 = s0 + cs < n ? s0 + cs : n;
-        std::uint64_t bits = 0;
+        std::uint64_t bits = 0, e = c * (per_chunk - 1);
         bool bad = false;
-        for (std::uint64_t i = s0; i < s1; ++i) {
-          const std::uint32_t s = symbols(i);
-          const std::uint32_t len = s < nsym ? enc(s) >> 24 : 0u;
-          bad = bad || len == 0;
-          bits += len;
+        for (std::uint64_t a = s0; a < s1; a += step) {
+          const std::uint64_t b = a + step < s1 ? a + step : s1;
+          std::uint64_t run = 0;
+          for (std::uint64_t i = a; i < b; ++i) {
+            const std::uint32_t s = symbols(i);
+            const std::uint32_t len = s < nsym ? enc(s) >> 24 : 0u;
+            bad = bad || len == 0;
+            run += len;
+          }
+          if (b < s1) run_bits(e++) = static_cast<std::uint16_t>(run);
+          bits += run;
         }
         offsets(c) = (bits + 31) / 32;
         if (bad) Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadSymbol));
@@ -305,51 +365,85 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
 }
 
 // Decodes out.extent(0) symbols; chunk c is decoded from words
-// [chunk_offsets[c], chunk_offsets[c+1]) alone. Safe on hostile input: reads
-// stay inside words and the chunk's range, writes inside out. Throws
-// ksz::CorruptStream if chunk_symbols is 0, chunk_offsets does not have
-// nchunks+1 entries, or any chunk is invalid (then out holds partial data).
+// [chunk_offsets[c], chunk_offsets[c+1]) alone, run by run when run_bits
+// holds its runs' lengths (encode's sub, Runs; empty and sub 0 without
+// sub-chunks). Safe on hostile input: reads stay inside words and the chunk's
+// range, writes inside out. Throws ksz::CorruptStream if chunk_symbols is 0,
+// chunk_offsets does not have nchunks+1 entries, run_bits does not have
+// Runs::stored, or any chunk or run is invalid (then out holds partial data).
+// Every run is checked to end where the next one begins, so the symbols are
+// those of decoding each chunk from its start. With ws, the status word lives
+// in the caller's workspace.
 template <class ExecSpace>
 void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words,
             Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> chunk_offsets,
             std::uint32_t chunk_symbols, const DeviceCodebook<ExecSpace>& book,
-            Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> out) {
+            Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> out,
+            Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> run_bits = {}, std::uint32_t sub = 0,
+            typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   using Mem = typename ExecSpace::memory_space;
+  using WS = pipeline::Workspace<Mem>;
   KSZ_STREAM_CHECK(chunk_symbols >= 1, "huffman: chunk size is 0");
+  KSZ_STREAM_CHECK(sub <= kMaxSubchunk, "huffman: sub-chunk of ", sub, " symbols exceeds ", kMaxSubchunk);
   const std::uint64_t n = out.extent(0);
   const std::uint64_t nchunks = chunk_count(n, chunk_symbols);
   KSZ_STREAM_CHECK(chunk_offsets.extent(0) == nchunks + 1, "huffman: ", chunk_offsets.extent(0),
                    " chunk offsets for ", nchunks, " chunks");
+  const Runs runs(n, chunk_symbols, sub);
+  KSZ_STREAM_CHECK(runs.per_chunk <= kMaxRuns, "huffman: ", runs.per_chunk, " sub-chunks a chunk exceed ", kMaxRuns);
+  KSZ_STREAM_CHECK(run_bits.extent(0) == runs.stored, "huffman: ", run_bits.extent(0), " sub-chunk lengths, expected ",
+                   runs.stored);
   if (n == 0) return;
-  const std::uint64_t cs = chunk_symbols;
+  const std::uint64_t cs = chunk_symbols, step = runs.step, per_chunk = runs.per_chunk;
   const std::uint64_t nwords = words.extent(0);
   const auto dec = book.decode_tables();
-  Kokkos::View<std::uint32_t*, Mem> status("ksz::huffman::status", 1);
+  Kokkos::View<std::uint32_t*, Mem> status;
+  if (ws) {
+    status = ws->template get<std::uint32_t>(WS::kHuffStatus, 1, "ksz::huffman::status");
+    Kokkos::deep_copy(space, status, std::uint32_t(0));
+  } else {
+    status = Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::status", 1);
+  }
   bool specialized = false;
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
     specialized = cuda_spec::huffman_inflate(
         space, words.data(), nwords, chunk_offsets.data(), chunk_symbols,
         cuda_spec::InflateTables{dec.lut.data(), dec.limit.data(), dec.first.data(), dec.offset.data(),
-                                 dec.symbols.data()},
-        out.data(), n, status.data());
+                                 dec.symbols.data(), book.scratch_table().data()},
+        out.data(), n, status.data(), static_cast<std::uint32_t>(step), per_chunk, runs.total, run_bits.data());
 #endif
   if (!specialized) Kokkos::parallel_for(
-      "ksz::huffman::inflate", Kokkos::RangePolicy<ExecSpace>(space, 0, nchunks),
-      KOKKOS_LAMBDA(const std::uint64_t c) {
+      "ksz::huffman::inflate", Kokkos::RangePolicy<ExecSpace>(space, 0, runs.total),
+      KOKKOS_LAMBDA(const std::uint64_t u) {
+        const std::uint64_t c = u / per_chunk, k = u - c * per_chunk;
         const std::uint64_t begin = chunk_offsets(c);
         const std::uint64_t end = chunk_offsets(c + 1);
-        if (begin > end || end > nwords || (c == 0 && begin != 0)) {
+        // No chunk of <= 2^24 codes of <= 24 bits takes 2^27 words.
+        if (begin > end || end > nwords || (c == 0 && begin != 0) || end - begin > 0xFFFFFFFFull / 32) {
           Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadOffsets));
           return;
         }
-        const std::uint64_t s0 = c * cs;
-        const std::uint64_t s1 = s0 + cs < n ? s0 + cs : n;
+        const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
+        const std::uint64_t s0 = c * cs + k * step;
+        const std::uint64_t s1 = s0 + step < c1 ? s0 + step : c1;
+        // The run starts after the chunk's earlier runs (< kMaxRuns of < 2^16 bits).
+        std::uint64_t start = 0;
+        for (std::uint64_t j = 0; j < k; ++j) start += run_bits(c * (per_chunk - 1) + j);
+        if (start > (end - begin) * 32) {
+          Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadRun));
+          return;
+        }
         // buf holds avail valid bits MSB-first, zeros below. One refill per
         // symbol keeps avail >= 32 >= kMaxCodeLength while words remain.
         std::uint64_t buf = 0;
         int avail = 0;
-        std::uint64_t pos = begin;
+        std::uint64_t pos = begin + start / 32;
+        const int skip = static_cast<int>(start % 32);
+        if (skip) {  // start < the chunk's bits, so the word exists
+          buf = static_cast<std::uint64_t>(words(pos++)) << (32 + skip);
+          avail = 32 - skip;
+        }
         for (std::uint64_t i = s0; i < s1; ++i) {
           if (avail <= 32 && pos < end) {
             buf |= static_cast<std::uint64_t>(words(pos++)) << (32 - avail);
@@ -365,8 +459,11 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
           buf <<= len;
           avail -= len;
         }
-        // The encoder writes exactly ceil(bits / 32) words, zero-padded.
-        if (pos != end || avail >= 32 || buf != 0) {
+        if (s1 < c1) {  // not the chunk's last run: it must end where the next begins
+          if ((pos - begin) * 32 - static_cast<std::uint64_t>(avail) - start != run_bits(c * (per_chunk - 1) + k))
+            Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadRun));
+        } else if (pos != end || avail >= 32 || buf != 0) {
+          // The encoder writes exactly ceil(bits / 32) words, zero-padded.
           Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kTrailing));
         }
       });
