@@ -270,8 +270,18 @@ StreamInfo inspect(const std::uint8_t* stream, std::size_t size) {
   const auto& h = p.header;
   StreamInfo i{h.dtype, h.dims,      h.mode, h.predictor, h.user_bound, h.abs_bound,
                h.value_min, h.value_max, 0, 0, h.lossless, 0, {}};
-  if (const container::Segment* inner = p.find(container::SegmentId::PwInnerStream))
-    i.lossless = container::read(inner->data, inner->size).header.lossless;
+  auto huffman_params = [&i](const container::Header& hh) {
+    if (hh.params.count(std::uint16_t(container::Param::HuffmanChunk)))
+      i.huffman_chunk = hh.u32(container::Param::HuffmanChunk);
+    if (hh.params.count(std::uint16_t(container::Param::HuffmanSubchunk)))
+      i.huffman_subchunk = hh.u32(container::Param::HuffmanSubchunk);
+  };
+  huffman_params(h);
+  if (const container::Segment* inner = p.find(container::SegmentId::PwInnerStream)) {
+    const container::Parsed ip = container::read(inner->data, inner->size);
+    i.lossless = ip.header.lossless;
+    huffman_params(ip.header);
+  }
   if (h.params.count(std::uint16_t(container::Param::OutlierCount)))
     i.outliers = h.u64(container::Param::OutlierCount);
   if (h.params.count(std::uint16_t(container::Param::VerbatimCount)))

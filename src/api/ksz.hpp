@@ -91,6 +91,7 @@ struct StreamInfo {
   std::uint64_t outliers, verbatim;
   LosslessId lossless;  // the pass on the Huffman bitstream (PW_REL: the inner stream's)
   std::uint32_t radius = 0;  // quantization radius (0: no Huffman stage)
+  std::uint32_t huffman_chunk = 0, huffman_subchunk = 0;  // codes a chunk, a stored run (0: none); PW_REL: inner
   std::string detail;        // predictor choices, e.g. interp's splines and pass order
 };
 StreamInfo inspect(const std::uint8_t* stream, std::size_t size);

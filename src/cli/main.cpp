@@ -340,8 +340,12 @@ int run(int argc, char** argv) {
                 i.value_max, (unsigned long long)i.outliers, (unsigned long long)i.verbatim, to_string(i.lossless),
                 double(i.dims.count() * dtype_size(i.dtype)) / double(stream.size()));
     if (i.radius > 0) std::printf("quantization radius %u", i.radius);
-    if (!i.detail.empty()) std::printf("%s%s", i.radius > 0 ? "  " : "", i.detail.c_str());
-    if (i.radius > 0 || !i.detail.empty()) std::printf("\n");
+    if (i.huffman_chunk > 0) {
+      std::printf("%sHuffman chunk %u", i.radius > 0 ? "  " : "", i.huffman_chunk);
+      if (i.huffman_subchunk > 0) std::printf(" (sub-chunks of %u)", i.huffman_subchunk);
+    }
+    if (!i.detail.empty()) std::printf("%s%s", i.radius > 0 || i.huffman_chunk > 0 ? "  " : "", i.detail.c_str());
+    if (i.radius > 0 || i.huffman_chunk > 0 || !i.detail.empty()) std::printf("\n");
     return 0;
   }
   if (*demo) {

@@ -17,7 +17,7 @@ namespace {
 
 struct CliResult {
   int code;
-  std::string err;
+  std::string err, out;
 };
 
 class Cli : public ::testing::Test {
@@ -30,12 +30,15 @@ class Cli : public ::testing::Test {
   void TearDown() override { std::system(("rm -rf '" + m_dir + "'").c_str()); }
   std::string path(const std::string& name) const { return m_dir + "/" + name; }
   CliResult run_ksz(const std::string& args) const {
-    const std::string err = path("stderr.txt");
-    const std::string cmd = std::string(KSZ_CLI_PATH) + " --backend serial " + args + " >/dev/null 2>'" + err + "'";
+    const std::string err = path("stderr.txt"), out = path("stdout.txt");
+    const std::string cmd =
+        std::string(KSZ_CLI_PATH) + " --backend serial " + args + " >'" + out + "' 2>'" + err + "'";
     const int st = std::system(cmd.c_str());
-    std::ifstream f(err);
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, text};
+    auto slurp = [](const std::string& p) {
+      std::ifstream f(p);
+      return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    };
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(err), slurp(out)};
   }
   static bool exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
   void write(const std::string& name, const std::vector<std::uint8_t>& bytes) const {
@@ -61,7 +64,14 @@ TEST_F(Cli, GenCompressDecompressRoundTrip) {
   ASSERT_EQ(read("f.f32").size(), 48u * 32 * 16 * 4);
   ASSERT_EQ(run_ksz("compress -i " + path("f.f32") + " -o " + path("f.ksz") + " -t f32 -d 48,32,16 -m abs -e 1e-3 --report").code, 0);
   ASSERT_EQ(run_ksz("decompress -i " + path("f.ksz") + " -o " + path("g.f32")).code, 0);
-  ASSERT_EQ(run_ksz("info -i " + path("f.ksz")).code, 0);
+  const CliResult info = run_ksz("info -i " + path("f.ksz"));
+  ASSERT_EQ(info.code, 0);
+  EXPECT_NE(info.out.find("Huffman chunk 4096 (sub-chunks of 512)"), std::string::npos) << info.out;
+  ASSERT_EQ(run_ksz("compress -i " + path("f.f32") + " -o " + path("h.ksz") +
+                    " -t f32 -d 48,32,16 -m abs -e 1e-3 --subchunk 0").code, 0);
+  const CliResult plain = run_ksz("info -i " + path("h.ksz"));
+  EXPECT_NE(plain.out.find("Huffman chunk 4096\n"), std::string::npos) << plain.out;
+  EXPECT_LT(read("h.ksz").size(), read("f.ksz").size());  // the run lengths are gone
   const auto a = read("f.f32"), b = read("g.f32");
   ASSERT_EQ(a.size(), b.size());
   EXPECT_TRUE(within_bound(reinterpret_cast<const float*>(a.data()), reinterpret_cast<const float*>(b.data()),
