@@ -269,7 +269,7 @@ StreamInfo inspect(const std::uint8_t* stream, std::size_t size) {
   const container::Parsed p = container::read(stream, size);
   const auto& h = p.header;
   StreamInfo i{h.dtype, h.dims,      h.mode, h.predictor, h.user_bound, h.abs_bound,
-               h.value_min, h.value_max, 0, 0, h.lossless, 0, {}};
+               h.value_min, h.value_max, 0, 0, h.lossless, 0, 0, 0, {}};
   auto huffman_params = [&i](const container::Header& hh) {
     if (hh.params.count(std::uint16_t(container::Param::HuffmanChunk)))
       i.huffman_chunk = hh.u32(container::Param::HuffmanChunk);

@@ -89,6 +89,18 @@ struct DecodeTables {
   }
 };
 
+// The device status word, zeroed: in the caller's workspace when ws is given.
+template <class ExecSpace>
+Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> zeroed_status(
+    const ExecSpace& space, typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws) {
+  using Mem = typename ExecSpace::memory_space;
+  if (!ws) return Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::status", 1);
+  const auto status =
+      ws->template get<std::uint32_t>(pipeline::Workspace<Mem>::kHuffStatus, 1, "ksz::huffman::status");
+  Kokkos::deep_copy(space, status, std::uint32_t(0));
+  return status;
+}
+
 }  // namespace impl
 
 // A Codebook's tables in ExecSpace's memory. Cheap to copy (shares the views).
@@ -254,11 +266,9 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
   KSZ_EXPECTS(chunk_symbols >= 1, "huffman: chunk_symbols must be >= 1");
   KSZ_EXPECTS(sub <= kMaxSubchunk, "huffman: sub-chunk of ", sub, " symbols exceeds ", kMaxSubchunk);
   const std::uint64_t n = symbols.extent(0);
-  const std::uint64_t nchunks = chunk_count(n, chunk_symbols);
-  const std::uint64_t cs = chunk_symbols;
   const Runs runs(n, chunk_symbols, sub);
   KSZ_EXPECTS(runs.per_chunk <= kMaxRuns, "huffman: ", runs.per_chunk, " sub-chunks a chunk exceed ", kMaxRuns);
-  const std::uint64_t step = runs.step, per_chunk = runs.per_chunk;
+  const std::uint64_t nchunks = runs.nchunks, cs = chunk_symbols, step = runs.step, per_chunk = runs.per_chunk;
   Encoded<ExecSpace> res;
   res.run_bits = Kokkos::View<std::uint16_t*, Mem>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman::run_bits"), runs.stored);
@@ -277,13 +287,7 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
   }
   const auto enc = book.encode_table();
   const std::uint32_t nsym = static_cast<std::uint32_t>(book.nsym());
-  Kokkos::View<std::uint32_t*, Mem> status;
-  if (ws) {
-    status = ws->template get<std::uint32_t>(WS::kHuffStatus, 1, "ksz::huffman::status");
-    Kokkos::deep_copy(space, status, std::uint32_t(0));
-  } else {
-    status = Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::status", 1);
-  }
+  const Kokkos::View<std::uint32_t*, Mem> status = impl::zeroed_status(space, ws);
 
   // Word count of chunk c into offsets(c); the scan below shifts it to c+1.
   bool specialized = false;
@@ -382,7 +386,6 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
             Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> run_bits = {}, std::uint32_t sub = 0,
             typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   using Mem = typename ExecSpace::memory_space;
-  using WS = pipeline::Workspace<Mem>;
   KSZ_STREAM_CHECK(chunk_symbols >= 1, "huffman: chunk size is 0");
   KSZ_STREAM_CHECK(sub <= kMaxSubchunk, "huffman: sub-chunk of ", sub, " symbols exceeds ", kMaxSubchunk);
   const std::uint64_t n = out.extent(0);
@@ -397,13 +400,7 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
   const std::uint64_t cs = chunk_symbols, step = runs.step, per_chunk = runs.per_chunk;
   const std::uint64_t nwords = words.extent(0);
   const auto dec = book.decode_tables();
-  Kokkos::View<std::uint32_t*, Mem> status;
-  if (ws) {
-    status = ws->template get<std::uint32_t>(WS::kHuffStatus, 1, "ksz::huffman::status");
-    Kokkos::deep_copy(space, status, std::uint32_t(0));
-  } else {
-    status = Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::status", 1);
-  }
+  const Kokkos::View<std::uint32_t*, Mem> status = impl::zeroed_status(space, ws);
   bool specialized = false;
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
