@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cuda_specializations/host_result.hpp"
 #include "cuda_specializations/metrics_cuda.hpp"
 #include "portable/quantize/prequant.hpp"
 #include "src/core/error.hpp"
@@ -70,7 +71,11 @@ struct Args {
 // rare ones per element; cnt = visits - excl and npwr = cnt - zeros.
 template <class T>
 struct Local {
-  double min_e, max_e, sum_e, sum_abs, sum_e2, min_p, max_p, sum_p, sa, sb, saa, sbb, sab;
+  // The second moments of b come from those of a and the error (ys = xs + e):
+  // sb = sa + sum_e, sab = saa + sxe, sbb = saa + 2 sxe + sum_e2, formed once
+  // in finish(): three double operations an element fewer, the same sums to
+  // rounding.
+  double min_e, max_e, sum_e, sum_abs, sum_e2, min_p, max_p, sum_p, sa, saa, sxe;
   std::uint64_t visits, excl, decbad, zeros, imin, imaxe;
   T min_a, max_a, min_b, max_b;
 
@@ -78,7 +83,7 @@ struct Local {
     const double big = Kokkos::reduction_identity<double>::min();  // the portable identity
     min_e = min_p = big;
     max_e = max_p = -big;
-    sum_e = sum_abs = sum_e2 = sum_p = sa = sb = saa = sbb = sab = 0;
+    sum_e = sum_abs = sum_e2 = sum_p = sa = saa = sxe = 0;
     visits = excl = decbad = zeros = 0;
     imin = imaxe = ~std::uint64_t(0);
     min_a = min_b = std::numeric_limits<T>::max();
@@ -86,7 +91,7 @@ struct Local {
   }
 
   // The moments every compared element adds (both paths of the float kernel).
-  __device__ __forceinline__ void moments(const Args<T>& g, double xd, double yd, double e, T x, T y) {
+  __device__ __forceinline__ void moments(const Args<T>& g, double xd, double e, T x, T y) {
     sum_e += e;
     sum_abs += ::fabs(e);
     sum_e2 += e * e;
@@ -94,12 +99,10 @@ struct Local {
     max_a = ::fmax(max_a, x);
     min_b = ::fmin(min_b, y);
     max_b = ::fmax(max_b, y);
-    const double xs = xd - g.shift, ys = yd - g.shift;
+    const double xs = xd - g.shift;
     sa += xs;
-    sb += ys;
     saa += xs * xs;
-    sbb += ys * ys;
-    sab += xs * ys;
+    sxe += xs * e;
   }
 
   // Pattern1::operator() for element i. The validity tests in T are the
@@ -119,7 +122,7 @@ struct Local {
       sum_p += p;
     else
       ++zeros;
-    moments(g, xd, yd, e, x, y);
+    moments(g, xd, e, x, y);
   }
 
   // The extremes of the error element i (compared, error e) may set, in
@@ -188,10 +191,10 @@ struct Local {
     r.min_b = r.cnt ? double(min_b) : big;
     r.max_b = r.cnt ? double(max_b) : -big;
     r.sa = sa;
-    r.sb = sb;
+    r.sb = sa + sum_e;
     r.saa = saa;
-    r.sbb = sbb;
-    r.sab = sab;
+    r.sbb = saa + 2 * sxe + sum_e2;
+    r.sab = saa + sxe;
     return r;
   }
 };
@@ -330,8 +333,48 @@ __device__ __forceinline__ Args<T> resolved(const Args<T>& g0) {
   return g;
 }
 
+// Where a pattern-1 pass leaves its result: each block's partial in
+// parts[block]; the last block to finish (counted in *done, zero before the
+// launch) folds them in index order, with the fixed shape of block_reduce, so
+// the result does not depend on which block that is, and writes it with the
+// shift used to out (host-mapped memory: no copy after the kernel). It
+// leaves *done at zero.
+struct Fold {
+  P1Acc* parts;
+  unsigned* done;
+  P1Acc* out;  // [0] the result, [1].sa the shift
+};
+
+__device__ __forceinline__ void fold_if_last(const P1Acc& r, const Fold& fold, double shift) {
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    fold.parts[blockIdx.x] = r;
+    __threadfence();  // the partial is visible before the count says so
+    last = atomicAdd(fold.done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  P1Acc v = identity();
+  for (unsigned p = threadIdx.x; p < gridDim.x; p += kThreads) {
+    // Written by other blocks: read through L2, never a stale L1 line.
+    P1Acc s;
+    const auto* src = reinterpret_cast<const unsigned long long*>(fold.parts + p);
+    auto* dst = reinterpret_cast<unsigned long long*>(&s);
+#pragma unroll
+    for (int k = 0; k < int(sizeof(P1Acc) / 8); ++k) dst[k] = __ldcg(src + k);
+    merge(v, s);
+  }
+  v = block_reduce(v);
+  if (threadIdx.x == 0) {
+    fold.out[0] = v;
+    fold.out[1].sa = shift;
+    *fold.done = 0;
+  }
+}
+
 template <class T>
-__global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g0, P1Acc* __restrict__ parts) {
+__global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g0, Fold fold) {
   const Args<T> g = resolved(g0);
   using V = Vec<T>;
   constexpr int W = V::width;
@@ -377,9 +420,7 @@ __global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g0, P1Acc
   for (std::uint64_t i = g.head + g.nvec * W + tid; i < g.n; i += stride)
     acc.add(g, i, a[i], b[i], !m || m[i] != 0);
 
-  const P1Acc r = block_reduce(acc.finish());
-  if (threadIdx.x == 0) parts[blockIdx.x] = r;
-  if (blockIdx.x == 0 && threadIdx.x == 0) parts[gridDim.x + 1].sa = g.shift;  // the shift used (see pattern1())
+  fold_if_last(block_reduce(acc.finish()), fold, g.shift);
 }
 
 // The float32 kernel without a mask (the common case). Every element through
@@ -409,8 +450,10 @@ __global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g0, P1Acc
 // tie-break on the index holds.
 //
 // H200, 512^3 turbulent field: ~41 instructions an element instead of 86;
-// the kernel reads its 1.07 GB in 298-304 us (ncu: DRAM 73-75% of peak), and
-// the whole pattern-1 assessment takes 0.324 ms (was 0.634 ms).
+// the kernel reads its 1.07 GB in 298-315 us (ncu: DRAM 71-75% of peak). The
+// last block folds the partials and writes the result to host-mapped memory,
+// so the whole pattern-1 assessment takes 0.31-0.32 ms (0.324 ms with a
+// separate fold kernel and a pageable copy; 0.634 ms before this kernel).
 struct Thresholds {
   double lo_e, hi_e;  // the warp's extremes of the error: strict compares
   float lo_p, hi_p;   // ru(min_p (1 + 2^-20)), rd(max_p (1 - 2^-20)) over the warp
@@ -492,7 +535,7 @@ __device__ __forceinline__ bool accumulate(Local<float>& l, const Args<float>& g
     rd = newton_rcp(rd, ::fabs(xd));
     l.sum_p = fma(::fabs(e), rd, l.sum_p);
     ce |= (e < w.lo_e) | (e > w.hi_e);
-    l.moments(g, xd, yd, e, x[j], y[j]);
+    l.moments(g, xd, e, x[j], y[j]);
   }
   return ce;
 }
@@ -513,7 +556,7 @@ __device__ __forceinline__ bool group_extremes(Local<float>& l, const float* __r
   return set;
 }
 
-__global__ void __launch_bounds__(kThreads, 2) pattern1_f32_kernel(Args<float> g0, P1Acc* __restrict__ parts) {
+__global__ void __launch_bounds__(kThreads, 2) pattern1_f32_kernel(Args<float> g0, Fold fold) {
   constexpr std::uint64_t kChunk = 32 * kUnroll;  // float4 a chunk
   const Args<float> g = resolved(g0);
   Local<float> acc;
@@ -593,9 +636,7 @@ __global__ void __launch_bounds__(kThreads, 2) pattern1_f32_kernel(Args<float> g
   }
   for (std::uint64_t i = g.head + g.nvec * 4 + tid; i < g.n; i += stride) acc.add(g, i, a[i], b[i], true);
 
-  const P1Acc r = block_reduce(acc.finish());
-  if (threadIdx.x == 0) parts[blockIdx.x] = r;
-  if (blockIdx.x == 0 && threadIdx.x == 0) parts[gridDim.x + 1].sa = g.shift;  // the shift used (see pattern1())
+  fold_if_last(block_reduce(acc.finish()), fold, g.shift);
 }
 
 // One block folds the partials: thread t takes t, t + kThreads, ... in order.
@@ -1095,41 +1136,41 @@ bool pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, const T* shi
   if (!enabled() || f.n == 0) return false;
   Args<T> g{f.orig, f.dec, f.mask, f.n, f.n, 0, fill_le_of<T>(f.fill), shift, shift_at};
   split_vectors(f, g.head, g.nvec);
-  pipeline::Workspace<Kokkos::CudaSpace>::Lease ws;
-  auto lease = [&](int blocks) {
-    return ws.get<P1Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks + 2, "ksz::metrics::parts");
-  };
   int blocks = 0;
-  Kokkos::View<P1Acc*, Kokkos::CudaSpace> parts;
+  bool f32 = false;
   if constexpr (std::is_same<T, float>::value) {
     if (!f.mask && g.nvec > 0 && !std::isnan(g.fill_le)) {  // a warp a chunk of 32 * kUnroll float4
       constexpr std::uint64_t per_block = kThreads / 32;
       const std::uint64_t want = (g.nvec / (32 * kUnroll) + per_block - 1) / per_block;
       const int most = resident_blocks<pattern1_f32_kernel>();
       blocks = static_cast<int>(want == 0 ? 1 : want < std::uint64_t(most) ? want : most);
-      parts = lease(blocks);
-      pattern1_f32_kernel<<<blocks, kThreads, 0, space.cuda_stream()>>>(g, parts.data());
+      f32 = true;
     }
   }
-  if (blocks == 0) {
+  if (!f32) {
     const std::uint64_t work = g.nvec + (g.nvec ? 0 : f.n);  // scalar-only: an element per vector
     const std::uint64_t want = (work + std::uint64_t(kThreads) * kUnroll - 1) / (std::uint64_t(kThreads) * kUnroll);
     const int most = resident_blocks<pattern1_kernel<T>>();
     blocks = static_cast<int>(want < std::uint64_t(most) ? want : most);
-    parts = lease(blocks);
-    pattern1_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(g, parts.data());
   }
-  // The folded result, then (one copy back) the shift the pass used, which
-  // block 0 left in the slot after it.
-  P1Acc* d_out = parts.data() + blocks;
+  // The partials, then one more P1Acc whose first word is the block count.
+  pipeline::Workspace<Kokkos::CudaSpace>::Lease ws;
+  const auto parts =
+      ws.get<P1Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks + 1, "ksz::metrics::parts");
+  static_assert(2 * sizeof(P1Acc) <= HostResult::kBytes, "result slot");
+  const HostResult slot;
+  const Fold fold{parts.data(), reinterpret_cast<unsigned*>(parts.data() + blocks), slot.device<P1Acc>()};
+  check(cudaMemsetAsync(fold.done, 0, sizeof(unsigned), space.cuda_stream()), "pattern1 count");
+  if (f32) {
+    if constexpr (std::is_same<T, float>::value)
+      pattern1_f32_kernel<<<blocks, kThreads, 0, space.cuda_stream()>>>(g, fold);
+  } else {
+    pattern1_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(g, fold);
+  }
   check(cudaGetLastError(), "pattern1_kernel");
-  combine_kernel<P1Acc><<<1, kThreads, 0, space.cuda_stream()>>>(parts.data(), blocks, d_out);
-  check(cudaGetLastError(), "combine_kernel");
-  P1Acc back[2];
-  check(cudaMemcpyAsync(back, d_out, 2 * sizeof(P1Acc), cudaMemcpyDeviceToHost, space.cuda_stream()), "pattern1 copy");
   check(cudaStreamSynchronize(space.cuda_stream()), "pattern1 sync");
-  out = back[0];
-  shift = back[1].sa;
+  out = slot.host<P1Acc>()[0];
+  shift = slot.host<P1Acc>()[1].sa;
   return true;
 }
 

@@ -8,8 +8,9 @@
 //  - metrics_pattern1: every pattern-1 scalar in one grid-stride pass, 16-byte
 //    loads of both arrays (byte loads of the mask), double accumulators in
 //    registers, warp-shuffle then shared-memory block reduction, one partial
-//    per block, partials combined in a fixed order by one more block: no
-//    atomics, so a device gives the same bits on every run. Replaces a Kokkos
+//    per block, partials combined in a fixed order by the last block to
+//    finish, which writes the result to host-mapped memory: no atomics on the
+//    sums, so a device gives the same bits on every run. Replaces a Kokkos
 //    parallel_reduce whose ~25-word value_type goes through shared memory at
 //    every level (cuZ-Checker section IV, pattern 1). float32 without a mask
 //    takes a kernel that adds only the sums per element and filters the
