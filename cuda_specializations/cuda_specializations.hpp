@@ -14,10 +14,13 @@
 //    and of the decompressor's inverse, a thread per x-row of a 16^3 chunk.
 //  - huffman_chunk_bits / huffman_deflate: a block per chunk, each thread a
 //    contiguous run of symbols read with 16-byte loads, bit offsets by a block
-//    scan, the chunk assembled in shared memory and written out coalesced.
+//    scan, the chunk assembled in shared memory and written out coalesced;
+//    huffman_encode_single_pass: the two in one pass with decoupled look-back.
 //  - huffman_inflate: a thread per run of a chunk (sub-chunks, format 1.2),
 //    the multi-symbol decode table in shared memory, a prefetch queue of
 //    bitstream words, warp-cooperative 16-byte stores of decoded symbols.
+//  - lossless_coded_bytes: the lossless pass's skip test, a block per 8 KiB
+//    block of the bitstream, one integer atomic each.
 //
 // Every function returns false when it does not handle the case (shape, sizes,
 // disabled); the caller then runs the portable path.
@@ -73,14 +76,17 @@ struct FusedLists {
   Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> outlier_idx, verbatim_idx;
   std::uint64_t n_outliers = 0, n_verbatim = 0;
   bool valid = false;
+  // The histogram (2 * radius counts), copied to the host with the counts.
+  Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist_host;
   // Owners of the buffers above when they were allocated for this call (a
   // workspace lease not granted); empty when the workspace owns them.
   Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> keep[4];
 };
 
 // The 3D fast path of lorenzo_fused_compress (16^3 chunks, radius <= 2048):
-// a thread per x-row, vector loads and stores, warp-aggregated histogram,
-// outlier and verbatim indices emitted in the same pass.
+// 256 threads a chunk, four quads of x each, vector loads and stores, the hot
+// histogram bins in registers, outlier and verbatim indices emitted in the
+// same pass; the histogram comes back to the host with the list counts.
 // Its buffers come from ws (held by the caller until the lists are consumed).
 template <class T>
 bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const LorenzoShape& shape,
@@ -112,6 +118,25 @@ bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols,
 bool huffman_deflate(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
                      std::uint32_t chunk_symbols, const std::uint32_t* enc, const std::uint64_t* offsets,
                      std::uint32_t* words, std::uint64_t n_words);
+
+// chunk_bits + scan + deflate in one pass over the symbols (decoupled
+// look-back for the chunks' word offsets): the same offsets (nchunks + 1),
+// words, run lengths and status bits. words holds cap words, a bound the
+// caller knows (from the histogram); state holds nchunks + 1 words of scratch.
+// Blocks until n_words and the status are on the host.
+bool huffman_encode_single_pass(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
+                                std::uint32_t chunk_symbols, const std::uint32_t* enc, std::uint32_t nsym,
+                                std::uint64_t* offsets, std::uint32_t* words, std::uint64_t cap,
+                                std::uint32_t* status, unsigned long long* state, std::uint32_t sub,
+                                std::uint64_t per_chunk, std::uint16_t* run_bits, std::uint64_t& n_words,
+                                std::uint32_t& status_out);
+
+// Sum over the blocks of 2^log2_block bytes of words of the least bytes the
+// lossless pass can code each in (lossless::coded_lower_bound's sum, without
+// its header and size table): min(nz * unit + ceil(nz / 8), length), nz the
+// nonzero bytes (bytes) or words. Blocks until coded is on the host.
+bool lossless_coded_bytes(const Kokkos::Cuda& space, const std::uint32_t* words, std::uint64_t n_words, bool bytes,
+                          int log2_block, std::uint64_t& coded);
 
 struct InflateTables {
   const std::uint32_t *lut, *limit, *first, *offset;

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_specializations/cuda_specializations.hpp"
+#include "cuda_specializations/host_result.hpp"
 #include "cuda_specializations/warp.hpp"
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/encode/huffman/huffman.hpp"
@@ -151,6 +152,127 @@ __global__ void __launch_bounds__(kEncThreads)
     std::uint32_t* dst = words + offsets[c];
     for (std::uint32_t i = threadIdx.x; i < nw; i += blockDim.x) dst[i] = stage[i];
     __syncthreads();  // stage is reused by the next chunk
+  }
+}
+
+// Single-pass encoding (chunk_bits + scan + deflate in one kernel, the codes
+// read once): blocks take chunks in order from a ticket, publish the chunk's
+// word count as soon as their block scan has it, pack the chunk in shared
+// memory, and learn where it starts by decoupled look-back over the chunks
+// before it (warp 0 reads 32 predecessors' states at a time: an aggregate
+// adds its count and the look-back goes on, an inclusive prefix ends it).
+// A state is one 64-bit word, flag and value together, so a reader sees all
+// of it or nothing. Chunks acquired earlier belong to running blocks that
+// publish without waiting: no deadlock. Same words and offsets as the
+// two-pass path.
+constexpr unsigned long long kAggregate = 1ull << 62, kInclusive = 2ull << 62, kStateValue = (1ull << 62) - 1;
+constexpr std::uint32_t kOverflow = 1u << 30;  // the bitstream would pass the words given (a bad bound)
+// The code table is copied into shared memory (32 KiB at most, with 24 KiB of
+// staged words for an 8192-symbol chunk); larger alphabets take the two passes.
+constexpr std::uint32_t kMaxTableSymbols = 8192;
+
+__device__ __forceinline__ unsigned long long load_state(const unsigned long long* p) {
+  return *reinterpret_cast<const volatile unsigned long long*>(p);
+}
+__device__ __forceinline__ void store_state(unsigned long long* p, unsigned long long v) {
+  *reinterpret_cast<volatile unsigned long long*>(p) = v;
+}
+
+template <int SPT>
+__global__ void __launch_bounds__(kEncThreads)
+    encode_kernel(const std::uint16_t* __restrict__ sym, std::uint64_t n, std::uint32_t cs, bool vec,
+                  const std::uint32_t* __restrict__ enc, std::uint32_t nsym, std::uint64_t nchunks,
+                  unsigned long long* __restrict__ state, std::uint64_t* __restrict__ offsets,
+                  std::uint32_t* __restrict__ words, std::uint64_t cap, std::uint32_t* __restrict__ status,
+                  std::uint32_t sub, std::uint64_t per_chunk, std::uint16_t* __restrict__ run_bits,
+                  std::uint32_t stage_words) {
+  extern __shared__ std::uint32_t stage[];  // the chunk's words (stage_words), then the code table (nsym)
+  __shared__ std::uint32_t run_start[kEncThreads];
+  __shared__ unsigned long long s_chunk, s_prefix;
+  unsigned long long* ticket = state + nchunks;
+  const int lane = threadIdx.x & 31;
+  std::uint32_t* table = stage + stage_words;
+  for (std::uint32_t s = threadIdx.x; s < nsym; s += blockDim.x) table[s] = __ldg(&enc[s]);  // read once a block
+  for (;;) {
+    if (threadIdx.x == 0) s_chunk = atomicAdd(ticket, 1ull);
+    __syncthreads();
+    const std::uint64_t c = s_chunk;
+    if (c >= nchunks) return;  // block-uniform
+    const std::uint64_t s0 = c * cs, s1 = s0 + cs < n ? s0 + cs : n;
+    const Run<SPT> r = load_run<SPT>(sym, s0 + std::uint64_t(threadIdx.x) * SPT, s1, vec);
+    std::uint32_t e[SPT];
+    std::uint32_t bits = 0, bad = 0;
+#pragma unroll
+    for (int j = 0; j < SPT; ++j) {
+      const std::uint32_t s = r.sym(j);
+      e[j] = j < r.m && s < nsym ? table[s] : 0u;
+      bad |= j < r.m && (e[j] >> 24) == 0;
+      bits += e[j] >> 24;
+    }
+    std::uint32_t total;
+    const std::uint32_t start = block_scan(bits, total);  // chunk bits < 2^32: cs <= 8192 symbols of <= 24 bits
+    const std::uint32_t nw = (total + 31) / 32;
+    if (threadIdx.x == 0)
+      store_state(state + c, (c == 0 ? kInclusive : kAggregate) | nw);  // as early as possible: successors wait on it
+    bad = __syncthreads_or(bad);
+    if (threadIdx.x == 0 && bad) atomicOr(status, std::uint32_t(huffman::impl::kBadSymbol));
+    if (run_bits) {  // block-uniform; run_start is rewritten only after the next block_scan's barriers
+      const std::uint32_t first = threadIdx.x * SPT, len = static_cast<std::uint32_t>(s1 - s0);
+      if (first < len && first % sub == 0) run_start[first / sub] = start;
+      __syncthreads();
+      const std::uint32_t runs = (len - 1) / sub + 1;
+      if (threadIdx.x + 1 < runs)
+        run_bits[c * (per_chunk - 1) + threadIdx.x] =
+            static_cast<std::uint16_t>(run_start[threadIdx.x + 1] - run_start[threadIdx.x]);
+    }
+    for (std::uint32_t i = threadIdx.x; i < nw; i += blockDim.x) stage[i] = 0;
+    __syncthreads();
+    // Leading bits of the first word belong to earlier threads: zeros here, merged by OR.
+    std::uint32_t w = start / 32;
+    int nbits = static_cast<int>(start % 32);
+    std::uint64_t acc = 0;
+#pragma unroll
+    for (int j = 0; j < SPT; ++j) {
+      const int len = static_cast<int>(e[j] >> 24);
+      acc = (acc << len) | (e[j] & 0xFFFFFFu);
+      nbits += len;
+      if (nbits >= 32) {
+        nbits -= 32;
+        atomicOr(&stage[w++], static_cast<std::uint32_t>(acc >> nbits));
+      }
+    }
+    if (nbits > 0 && bits > 0) atomicOr(&stage[w], static_cast<std::uint32_t>(acc << (32 - nbits)));
+    if (threadIdx.x < 32) {  // the look-back
+      std::uint64_t prefix = 0;
+      if (c > 0) {
+        for (std::int64_t p = static_cast<std::int64_t>(c) - 1;; p -= 32) {
+          const std::int64_t at = p - lane;
+          unsigned long long v = at >= 0 ? load_state(state + at) : kInclusive;  // before chunk 0: nothing
+          while (__any_sync(warp::kFull, v == 0))
+            if (v == 0) v = load_state(state + at);
+          const unsigned incl = __ballot_sync(warp::kFull, (v & ~kStateValue) == kInclusive);
+          const int stop = incl ? __ffs(incl) - 1 : 31;  // the nearest inclusive prefix ends the sum
+          const unsigned long long mine = lane <= stop ? (v & kStateValue) : 0ull;
+          prefix += warp::reduce_add(mine);
+          if (incl) break;
+        }
+      }
+      if (lane == 0) {
+        store_state(state + c, kInclusive | (prefix + nw));
+        offsets[c] = prefix;
+        if (c + 1 == nchunks) offsets[nchunks] = prefix + nw;
+        s_prefix = prefix;
+      }
+    }
+    __syncthreads();
+    const std::uint64_t prefix = s_prefix;
+    if (prefix + nw <= cap) {
+      std::uint32_t* dst = words + prefix;
+      for (std::uint32_t i = threadIdx.x; i < nw; i += blockDim.x) dst[i] = stage[i];
+    } else if (threadIdx.x == 0) {
+      atomicOr(status, kOverflow);
+    }
+    __syncthreads();  // stage and s_chunk are reused by the next chunk
   }
 }
 
@@ -419,6 +541,56 @@ bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols,
     default: chunk_bits_kernel<64><<<blocks, kEncThreads, 0, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, offsets, status, sub, per_chunk, run_bits); break;
   }
   check(cudaGetLastError(), "huffman chunk_bits_kernel");
+  return true;
+}
+
+bool huffman_encode_single_pass(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
+                                std::uint32_t cs, const std::uint32_t* enc, std::uint32_t nsym, std::uint64_t* offsets,
+                                std::uint32_t* words, std::uint64_t cap, std::uint32_t* status,
+                                unsigned long long* state, std::uint32_t sub, std::uint64_t per_chunk,
+                                std::uint16_t* run_bits, std::uint64_t& n_words, std::uint32_t& status_out) {
+  const int spt = spt_for(cs);
+  if (!enabled() || n == 0 || spt == 0 || nsym > kMaxTableSymbols) return false;
+  if (sub == 0) run_bits = nullptr;
+  if (run_bits && sub % spt != 0) return false;  // runs must begin at thread boundaries
+  const std::uint64_t nchunks = huffman::chunk_count(n, cs);
+  const bool vec = reinterpret_cast<std::uintptr_t>(symbols) % 16 == 0;
+  const std::uint32_t stage_words = (cs * huffman::kMaxCodeLength + 31) / 32;
+  const std::size_t shmem = (std::size_t(stage_words) + nsym) * sizeof(std::uint32_t);
+  cudaStream_t st = space.cuda_stream();
+  check(cudaMemsetAsync(state, 0, (nchunks + 1) * sizeof(unsigned long long), st), "huffman encode state");
+  // Resident blocks only (they take chunks from the ticket until none is left).
+  auto launch = [&](auto kernel) {
+    int dev = 0, sms = 0, per_sm = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
+    if (shmem > 48 * 1024)
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shmem)), "smem attr");
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kEncThreads, shmem), "occupancy");
+    const std::uint64_t resident = std::uint64_t(sms > 0 ? sms : 1) * std::uint64_t(per_sm > 0 ? per_sm : 1);
+    const int blocks = static_cast<int>(nchunks < resident ? nchunks : resident);
+    kernel<<<blocks, kEncThreads, shmem, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, state, offsets, words, cap,
+                                               status, sub, per_chunk, run_bits, stage_words);
+  };
+  switch (spt) {
+    case 8: launch(encode_kernel<8>); break;
+    case 16: launch(encode_kernel<16>); break;
+    case 32: launch(encode_kernel<32>); break;
+    default: launch(encode_kernel<64>); break;
+  }
+  check(cudaGetLastError(), "huffman encode_kernel");
+  const HostResult back;  // pinned: the two small copies go straight to the host
+  check(cudaMemcpyAsync(back.device<std::uint64_t>(), offsets + nchunks, sizeof(std::uint64_t), cudaMemcpyDefault, st),
+        "huffman total copy");
+  check(cudaMemcpyAsync(back.device<std::uint32_t>() + 2, status, sizeof(std::uint32_t), cudaMemcpyDefault, st),
+        "huffman status copy");
+  check(cudaStreamSynchronize(st), "huffman encode sync");
+  n_words = back.host<std::uint64_t>()[0];
+  status_out = back.host<std::uint32_t>()[2];
+  // A symbol without a code is the caller's error to report (and makes the bound meaningless).
+  KSZ_EXPECTS((status_out & huffman::impl::kBadSymbol) || !(status_out & kOverflow),
+              "internal: the Huffman bitstream exceeds its bound of ", cap, " words");
+  status_out &= ~kOverflow;
   return true;
 }
 

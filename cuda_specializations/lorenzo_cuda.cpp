@@ -7,10 +7,13 @@
 #include <cub/cub.cuh>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_specializations/cuda_specializations.hpp"
+#include "cuda_specializations/host_result.hpp"
 #include "cuda_specializations/warp.hpp"
 #include "src/core/error.hpp"
 
@@ -21,51 +24,106 @@ constexpr int kThreads = 256;
 
 // ---------------------------------------------------------------- value range
 
+// 16-byte vectors of T.
 template <class T>
-__global__ void __launch_bounds__(kThreads) minmax_kernel(const T* __restrict__ in, std::uint64_t n,
-                                                          double* __restrict__ block_out) {
-  // Min/max of a type's values equal those of the values widened to double,
-  // so compare in T and widen once.
+struct Vec16;
+template <>
+struct Vec16<float> {
+  using type = float4;
+  static constexpr int width = 4;
+  __device__ static void unpack(const float4& v, float* o) { o[0] = v.x, o[1] = v.y, o[2] = v.z, o[3] = v.w; }
+};
+template <>
+struct Vec16<double> {
+  using type = double2;
+  static constexpr int width = 2;
+  __device__ static void unpack(const double2& v, double* o) { o[0] = v.x, o[1] = v.y; }
+};
+
+template <class T>
+__device__ __forceinline__ void minmax_add(T v, T& mn, T& mx) {
+  if (v - v == T(0)) {  // finite
+    mn = v < mn ? v : mn;
+    mx = v > mx ? v : mx;
+  }
+}
+
+// Min/max of a type's values equal those of the values widened to double, so
+// compare in T and widen once. `head` scalars, then `nvec` 16-byte vectors
+// (four in flight per thread), then the tail. Each block leaves its pair in
+// parts; the last to finish (count in *done, zero at launch) folds them and
+// writes the doubles to out (host-mapped), leaving *done at zero.
+template <class T>
+__global__ void __launch_bounds__(kThreads)
+    minmax_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t head, std::uint64_t nvec,
+                  T* __restrict__ parts, unsigned* __restrict__ done, double* __restrict__ out) {
+  using V = Vec16<T>;
+  constexpr int W = V::width;
   T mn = std::numeric_limits<T>::max(), mx = std::numeric_limits<T>::lowest();
   const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
-  std::uint64_t i = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  // Four independent loads in flight per thread.
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    T v[4];
+  const std::uint64_t tid = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (std::uint64_t i = tid; i < head; i += stride) minmax_add(in[i], mn, mx);
+  const auto* vin = reinterpret_cast<const typename V::type*>(in + head);
+  std::uint64_t k = tid;
+  for (; k + 3 * stride < nvec; k += 4 * stride) {
+    typename V::type r[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) v[k] = in[i + k * stride];
+    for (int u = 0; u < 4; ++u) r[u] = __ldg(vin + k + u * stride);
 #pragma unroll
-    for (int k = 0; k < 4; ++k)
-      if (v[k] - v[k] == T(0)) {  // finite
-        mn = v[k] < mn ? v[k] : mn;
-        mx = v[k] > mx ? v[k] : mx;
-      }
-  }
-  for (; i < n; i += stride) {
-    const T v = in[i];
-    if (v - v == T(0)) {
-      mn = v < mn ? v : mn;
-      mx = v > mx ? v : mx;
+    for (int u = 0; u < 4; ++u) {
+      T v[W];
+      V::unpack(r[u], v);
+#pragma unroll
+      for (int j = 0; j < W; ++j) minmax_add(v[j], mn, mx);
     }
   }
-  mn = warp::reduce_min(mn);
-  mx = warp::reduce_max(mx);
-  __shared__ T smn[kThreads / 32], smx[kThreads / 32];
-  const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
-  if (lane == 0) {
-    smn[w] = mn;
-    smx[w] = mx;
+  for (; k < nvec; k += stride) {
+    T v[W];
+    V::unpack(__ldg(vin + k), v);
+#pragma unroll
+    for (int j = 0; j < W; ++j) minmax_add(v[j], mn, mx);
   }
-  __syncthreads();
-  if (w == 0) {
-    mn = lane < kThreads / 32 ? smn[lane] : std::numeric_limits<T>::max();
-    mx = lane < kThreads / 32 ? smx[lane] : std::numeric_limits<T>::lowest();
+  for (std::uint64_t i = head + nvec * W + tid; i < n; i += stride) minmax_add(in[i], mn, mx);
+
+  __shared__ T smn[kThreads / 32], smx[kThreads / 32];
+  __shared__ bool last;
+  const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
+  auto block_minmax = [&] {
     mn = warp::reduce_min(mn);
     mx = warp::reduce_max(mx);
     if (lane == 0) {
-      block_out[2 * blockIdx.x] = static_cast<double>(mn);
-      block_out[2 * blockIdx.x + 1] = static_cast<double>(mx);
+      smn[w] = mn;
+      smx[w] = mx;
     }
+    __syncthreads();
+    if (w == 0) {
+      mn = lane < kThreads / 32 ? smn[lane] : std::numeric_limits<T>::max();
+      mx = lane < kThreads / 32 ? smx[lane] : std::numeric_limits<T>::lowest();
+      mn = warp::reduce_min(mn);
+      mx = warp::reduce_max(mx);
+    }
+  };
+  block_minmax();
+  if (threadIdx.x == 0) {
+    parts[2 * blockIdx.x] = mn;
+    parts[2 * blockIdx.x + 1] = mx;
+    __threadfence();
+    last = atomicAdd(done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  mn = std::numeric_limits<T>::max();
+  mx = std::numeric_limits<T>::lowest();
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kThreads) {
+    mn = ::min(mn, __ldcg(parts + 2 * b));  // blocks' extremes: finite, or the identities
+    mx = ::max(mx, __ldcg(parts + 2 * b + 1));
+  }
+  block_minmax();
+  if (threadIdx.x == 0) {
+    out[0] = static_cast<double>(mn);
+    out[1] = static_cast<double>(mx);
+    *done = 0;
   }
 }
 
@@ -88,27 +146,30 @@ void check(cudaError_t e, const char* what) {
 template <class T>
 bool finite_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double& mn, double& mx) {
   if (!enabled() || n == 0) return false;
+  // Scalars up to the first 16-byte boundary (none when in is not T-aligned there: all scalar).
+  const auto addr = reinterpret_cast<std::uintptr_t>(in);
+  std::uint64_t head = n, nvec = 0;
+  if (addr % sizeof(T) == 0) {
+    head = std::min<std::uint64_t>(n, ((16 - addr % 16) % 16) / sizeof(T));
+    nvec = (n - head) / (16 / sizeof(T));
+  }
+  constexpr std::uint64_t kMaxBlocks = 4000;  // their pairs fit the slot's scratch
+  static_assert(16 + 2 * sizeof(double) * kMaxBlocks <= HostResult::kScratchBytes, "minmax scratch");
   const std::uint64_t want = (n + kThreads * 16 - 1) / (kThreads * 16);
-  const int blocks = static_cast<int>(want < std::uint64_t(sm_count()) * 8 ? want : std::uint64_t(sm_count()) * 8);
-  Kokkos::View<double*, Kokkos::CudaSpace> part(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::minmax")),
-                                                2 * blocks);
-  minmax_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(in, n, part.data());
+  const int blocks = static_cast<int>(std::min({want, std::uint64_t(sm_count()) * 8, kMaxBlocks}));
+  const HostResult slot;
+  auto* done = static_cast<unsigned*>(slot.scratch());
+  T* parts = reinterpret_cast<T*>(static_cast<char*>(slot.scratch()) + 16);
+  check(cudaMemsetAsync(done, 0, sizeof(unsigned), space.cuda_stream()), "minmax count");
+  minmax_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(in, n, head, nvec, parts, done,
+                                                                   slot.device<double>());
   check(cudaGetLastError(), "minmax_kernel");
-  std::vector<double> h(2 * blocks);
-  check(cudaMemcpyAsync(h.data(), part.data(), h.size() * sizeof(double), cudaMemcpyDeviceToHost,
-                        space.cuda_stream()),
-        "minmax copy");
   check(cudaStreamSynchronize(space.cuda_stream()), "minmax sync");
-  // The portable reduction's identity: max() / lowest() of double.
-  mn = std::numeric_limits<double>::max();
-  mx = std::numeric_limits<double>::lowest();
-  for (int b = 0; b < blocks; ++b) {
-    // A block that saw no finite value reports T's extremes, which are finite
-    // values of double: recognise them and skip.
-    const double bmn = h[2 * b], bmx = h[2 * b + 1];
-    if (bmn > bmx) continue;
-    mn = bmn < mn ? bmn : mn;
-    mx = bmx > mx ? bmx : mx;
+  mn = slot.host<double>()[0];
+  mx = slot.host<double>()[1];
+  if (mn > mx) {  // no finite value: T's extremes came back; the portable reduction's identity
+    mn = std::numeric_limits<double>::max();
+    mx = std::numeric_limits<double>::lowest();
   }
   return true;
 }
@@ -248,7 +309,8 @@ bool lorenzo_fused_compress(const Kokkos::Cuda& space, const T* in, const Lorenz
 // 2.06 ms with scalar stores down a row: perf/probe/store_patterns.cu).
 // The x-direction of the predictor (and of its inverse) is done in the quad
 // and across the four lanes by shuffles; y and z go through a shared tile
-// padded to 17 words a row. Prediction identity: with r = q - q(x-1) the
+// (the compressor's: 16-word rows with a zero border, 16-byte accesses; the
+// inverse's: rows padded to 17 words). Prediction identity: with r = q - q(x-1) the
 // x-differences, the 3D Lorenzo residual is r - r(y-1) - r(z-1) +
 // r(y-1,z-1), all mod 2^32, equal to lorenzo::residual term by term.
 
@@ -372,46 +434,128 @@ __device__ __forceinline__ void flush_hot(unsigned long long& acc, std::uint32_t
   acc = 0;
 }
 
+// prequantize() of portable/quantize/prequant.hpp with three conversions
+// instead of six (F2F and F2I run at a quarter of the FP64 rate on Hopper;
+// six an element bounded the fused kernel): floor(h) from the nearest integer
+// that adding 1.5 * 2^52 leaves in the low word, stepped down where it went
+// up, and the reconstruction from that floor as a double (equal to the int's
+// conversion). The same q and the same verdict for every x.
 template <class T>
+__device__ __forceinline__ bool prequantize_fast(T x, const quantize::QuantParams& p, std::int32_t& q) {
+  constexpr double kMagic = 0x1.8p52;  // |h| < 2^30 + 1: h + kMagic in [2^52, 2^53), an integer
+  const double xd = static_cast<double>(x);
+  const double v = __dmul_rn(xd, p.inv_step);
+  const bool in = ::fabs(v) < quantize::kMaxPrequant;  // NaN: false
+  const double h = __dadd_rn(in ? v : 0.0, 0.5);
+  const double s = __dadd_rn(h, kMagic);
+  double f = __dsub_rn(s, kMagic);  // nearest integer of h
+  const bool up = f > h;
+  f = up ? __dsub_rn(f, 1.0) : f;                                   // floor(h), exact
+  const std::int32_t r = __double2loint(s) - static_cast<std::int32_t>(up);  // the same, as an int
+  const T rec = static_cast<T>(__dmul_rn(f, p.step));               // reconstruct<T>(r, step)
+  const bool ok = in && ::fabs(xd - static_cast<double>(rec)) <= p.bound;
+  q = ok ? r : 0;
+  return ok;
+}
+
+// The shared tile of the 3D kernels' x-differences: [17 z][17 y][16 x]
+// words, the plane z = -1 and the rows y = -1 left zero (the predictor's
+// outside), so neighbours need no tests. A row is 16 words: a quad is one
+// 16-byte access, and the eight lanes of a phase (four quads of two rows)
+// cover the 32 banks once.
+constexpr int kTileSide = kRowLen + 1;
+constexpr int kTileWords = kTileSide * kTileSide * kRowLen;
+
+__device__ __forceinline__ int tile_row(int y, int z) { return (z + 1) * kTileSide + (y + 1); }
+
+// Thread t's m-th quad of the chunk at c: x = 4 (t & 3), y = (t >> 2) & 15,
+// z = (t >> 6) + 4 m (quad_of's j = t + 256 m), so its index is the chunk's
+// base plus the thread's offset plus m times four planes.
+struct ThreadQuads {
+  int q, y, z;              // in the chunk (z of m = 0)
+  std::uint64_t off, step;  // index offset of m = 0 from the chunk base; of m + 1 from m
+};
+
+__device__ __forceinline__ ThreadQuads thread_quads(const Geo3& g, int t) {
+  ThreadQuads tq;
+  tq.q = t & 3;
+  tq.y = (t >> 2) & 15;
+  tq.z = t >> 6;
+  const std::uint64_t plane = g.n0 * g.n1;
+  tq.off = 4 * std::uint64_t(tq.q) + g.n0 * std::uint64_t(tq.y) + plane * std::uint64_t(tq.z);
+  tq.step = 4 * plane;
+  return tq;
+}
+
+// Elements of the quad inside the field, 0..4 (4 in an interior chunk).
+__device__ __forceinline__ int quad_valid(const Geo3& g, const ChunkAt& c, const ThreadQuads& tq, int m) {
+  const std::uint64_t x = c.x0 + 4 * tq.q, y = c.y0 + tq.y, z = c.z0 + tq.z + 4 * m;
+  return (y < g.n1 && z < g.n2 && x < g.n0) ? static_cast<int>(g.n0 - x < 4 ? g.n0 - x : 4) : 0;
+}
+
+template <class T>
+__device__ __forceinline__ void load_quad_at(const T* __restrict__ in, std::uint64_t base, int valid, bool vec,
+                                             T v[4]) {
+  if (vec && valid == 4) {
+    if constexpr (sizeof(T) == 4) {
+      const float4 f = __ldg(reinterpret_cast<const float4*>(in + base));
+      v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+    } else {
+      const double2 a = __ldg(reinterpret_cast<const double2*>(in + base));
+      const double2 b = __ldg(reinterpret_cast<const double2*>(in + base) + 1);
+      v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = i < valid ? in[base + i] : T(0);
+  }
+}
+
+// kVec: both arrays 16-byte aligned and n0 % 4 == 0, so every quad of 4 valid
+// elements starts on a 16-byte boundary of the input and 8 of the codes.
+// Interior chunks (all of them but the field's last layer) take a body in
+// which every quad is whole, so the element tests compile away; the hot
+// histogram bins are counted without a branch.
+template <class T, bool kVec>
 __global__ void __launch_bounds__(kRows)
-    fused3d_kernel(const T* __restrict__ in, Geo3 g, bool aligned, quantize::QuantParams qp, std::uint32_t radius,
+    fused3d_kernel(const T* __restrict__ in, Geo3 g, quantize::QuantParams qp, std::uint32_t radius,
                    std::uint16_t* __restrict__ codes, unsigned long long* __restrict__ hist,
                    unsigned long long* __restrict__ counters, std::uint64_t* __restrict__ out_list,
                    std::uint64_t* __restrict__ verb_list, std::uint64_t cap) {
-  __shared__ std::uint32_t rs[kRows * kRowPad];
+  __shared__ __align__(16) std::uint32_t tile[kTileWords];
   extern __shared__ std::uint32_t lh[];
   const std::uint32_t nbins = 2 * radius;
   for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x) lh[b] = 0;
+  for (int k = threadIdx.x; k < kTileWords; k += kRows) tile[k] = 0;
   const int t = threadIdx.x;
+  const ThreadQuads tq = thread_quads(g, t);
   const std::int32_t R = static_cast<std::int32_t>(radius);
   const std::uint32_t hot0 = radius > kHotBins / 2 ? radius - kHotBins / 2 : 0u;
   unsigned long long hot = 0;
   int since_flush = 0;
   const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
-  for (std::uint64_t ch = blockIdx.x; ch < nchunks; ch += gridDim.x) {
-    if (since_flush++ == kHotFlush) {  // block-uniform
-      flush_hot(hot, lh, hot0, nbins);
-      since_flush = 1;
-    }
-    const ChunkAt cpos = chunk_at(g, ch);
+
+  auto chunk = [&](const ChunkAt& cpos, auto interior_tag) {
+    constexpr bool kInterior = decltype(interior_tag)::value;
+    const std::uint64_t base0 = cpos.x0 + g.n0 * (cpos.y0 + g.n1 * cpos.z0) + tq.off;
     std::uint32_t r[4][4];
-    std::uint32_t vmask[4];
+    std::uint32_t flags = 0;  // verbatim: bit 4m + i; outliers: bit 16 + 4m + i
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const Quad Q = quad_of(g, cpos, t + kRows * m);
+      const int valid = kInterior ? 4 : quad_valid(g, cpos, tq, m);
       T v[4];
-      load_quad<T>(in, Q, aligned, v);
+      load_quad_at<T>(in, base0 + m * tq.step, valid, kVec, v);
       std::uint32_t qv[4];
-      vmask[m] = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         std::int32_t qi = 0;
-        if (i < Q.valid && !quantize::prequantize<T>(v[i], qp, qi)) vmask[m] |= 1u << i;
+        const bool ok = prequantize_fast<T>(v[i], qp, qi);
+        flags |= static_cast<std::uint32_t>(!ok && i < valid) << (4 * m + i);
         qv[i] = static_cast<std::uint32_t>(qi);
       }
       // The element before the quad's first: the last of the lane before, 0 at the row start.
       std::uint32_t prev = __shfl_up_sync(warp::kFull, qv[3], 1, 4);
-      if (Q.q == 0) prev = 0;
+      if (tq.q == 0) prev = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         r[m][i] = qv[i] - prev;
@@ -420,48 +564,64 @@ __global__ void __launch_bounds__(kRows)
     }
     __syncthreads();  // the previous chunk's tile is consumed
 #pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const int j = t + kRows * m, row = j >> 2, q = j & 3;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) rs[row * kRowPad + 4 * q + i] = r[m][i];
-    }
+    for (int m = 0; m < 4; ++m)
+      *reinterpret_cast<uint4*>(&tile[tile_row(tq.y, tq.z + 4 * m) * kRowLen + 4 * tq.q]) =
+          make_uint4(r[m][0], r[m][1], r[m][2], r[m][3]);
     __syncthreads();
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
-      const Quad Q = quad_of(g, cpos, t + kRows * m);
-      const bool hy = (Q.row & 15) != 0, hz = (Q.row >> 4) != 0;
+      const int valid = kInterior ? 4 : quad_valid(g, cpos, tq, m);
+      const std::uint64_t base = base0 + m * tq.step;
+      const int at = tile_row(tq.y, tq.z + 4 * m) * kRowLen + 4 * tq.q;
+      const uint4 ry = *reinterpret_cast<const uint4*>(&tile[at - kRowLen]);
+      const uint4 rz = *reinterpret_cast<const uint4*>(&tile[at - kTileSide * kRowLen]);
+      const uint4 ryz = *reinterpret_cast<const uint4*>(&tile[at - (kTileSide + 1) * kRowLen]);
+      const std::uint32_t dy[4] = {ry.x, ry.y, ry.z, ry.w}, dz[4] = {rz.x, rz.y, rz.z, rz.w},
+                          dyz[4] = {ryz.x, ryz.y, ryz.z, ryz.w};
       std::uint32_t c[4];
-      std::uint32_t omask = 0;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const int at = Q.row * kRowPad + 4 * Q.q + i;
-        std::uint32_t d = r[m][i];
-        if (hy) d -= rs[at - kRowPad];
-        if (hz) d -= rs[at - 16 * kRowPad];
-        if (hy && hz) d += rs[at - 17 * kRowPad];
-        const std::int32_t ds = static_cast<std::int32_t>(d);
+        const std::int32_t ds = static_cast<std::int32_t>(r[m][i] - dy[i] - dz[i] + dyz[i]);
         c[i] = (ds > -R && ds < R) ? static_cast<std::uint32_t>(ds + R) : 0u;
-        if (c[i] == 0 && i < Q.valid) omask |= 1u << i;
+        flags |= static_cast<std::uint32_t>(c[i] == 0 && i < valid) << (16 + 4 * m + i);
       }
-      if (aligned && Q.valid == 4 && Q.base % 4 == 0) {
-        *reinterpret_cast<uint2*>(codes + Q.base) = make_uint2(c[0] | c[1] << 16, c[2] | c[3] << 16);
+      if (kVec && valid == 4) {
+        *reinterpret_cast<uint2*>(codes + base) = make_uint2(c[0] | c[1] << 16, c[2] | c[3] << 16);
       } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          if (i < Q.valid) codes[Q.base + i] = static_cast<std::uint16_t>(c[i]);
+          if (i < valid) codes[base + i] = static_cast<std::uint16_t>(c[i]);
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        if (i >= Q.valid) continue;
+        if (!kInterior && i >= valid) continue;
         const std::uint32_t h = c[i] - hot0;
-        if (h < kHotBins)
-          hot += 1ull << (8 * h);
-        else
-          atomicAdd(&lh[c[i]], 1u);
+        const bool is_hot = h < kHotBins;
+        hot += static_cast<unsigned long long>(is_hot) << (8 * (h & (kHotBins - 1)));
+        if (!is_hot) atomicAdd(&lh[c[i]], 1u);
       }
-      append_flagged(omask, Q.base, &counters[1], out_list, cap);
-      append_flagged(vmask[m], Q.base, &counters[0], verb_list, cap);
     }
+    // Outliers and verbatim elements are rare: one vote a chunk, in the common case.
+    if (__any_sync(warp::kFull, flags != 0)) {
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {
+        const std::uint64_t base = base0 + m * tq.step;
+        append_flagged(flags >> (16 + 4 * m) & 15u, base, &counters[1], out_list, cap);
+        append_flagged(flags >> (4 * m) & 15u, base, &counters[0], verb_list, cap);
+      }
+    }
+  };
+
+  for (std::uint64_t ch = blockIdx.x; ch < nchunks; ch += gridDim.x) {
+    if (since_flush++ == kHotFlush) {  // block-uniform
+      flush_hot(hot, lh, hot0, nbins);
+      since_flush = 1;
+    }
+    const ChunkAt cpos = chunk_at(g, ch);
+    if (cpos.x0 + kRowLen <= g.n0 && cpos.y0 + kRowLen <= g.n1 && cpos.z0 + kRowLen <= g.n2)  // block-uniform
+      chunk(cpos, std::true_type{});
+    else
+      chunk(cpos, std::false_type{});
   }
   flush_hot(hot, lh, hot0, nbins);
   __syncthreads();
@@ -612,13 +772,30 @@ bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const Lore
   check(cudaMemsetAsync(hist, 0, 2 * std::size_t(radius) * sizeof(std::uint64_t), st), "histogram reset");
   const std::uint64_t blocks_cap = std::uint64_t(sm_count()) * 8;
   const int blocks = static_cast<int>(nchunks < blocks_cap ? nchunks : blocks_cap);
-  fused3d_kernel<T><<<blocks, kRows, 2 * std::size_t(radius) * sizeof(std::uint32_t), st>>>(
-      in, g, aligned16(in) && aligned16(codes), qp, radius, codes, reinterpret_cast<unsigned long long*>(hist),
-      counters.data(), ol.data(), vl.data(), cap);
+  const bool vec = aligned16(in) && aligned16(codes) && g.n0 % 4 == 0;
+  const std::size_t lh_bytes = 2 * std::size_t(radius) * sizeof(std::uint32_t);
+  auto* h64 = reinterpret_cast<unsigned long long*>(hist);
+  if (vec)
+    fused3d_kernel<T, true><<<blocks, kRows, lh_bytes, st>>>(in, g, qp, radius, codes, h64, counters.data(), ol.data(),
+                                                             vl.data(), cap);
+  else
+    fused3d_kernel<T, false><<<blocks, kRows, lh_bytes, st>>>(in, g, qp, radius, codes, h64, counters.data(),
+                                                              ol.data(), vl.data(), cap);
   check(cudaGetLastError(), "fused3d_kernel");
-  unsigned long long hc[2] = {0, 0};
-  check(cudaMemcpyAsync(hc, counters.data(), sizeof(hc), cudaMemcpyDeviceToHost, st), "fused counters copy");
+  // The counts and the histogram, pinned: the copies go straight to the host.
+  static_assert((2 + 2 * kMaxBins3) * sizeof(std::uint64_t) <= HostResult::kBytes, "result slot");
+  const HostResult slot;
+  check(cudaMemcpyAsync(slot.device<unsigned long long>(), counters.data(), 2 * sizeof(unsigned long long),
+                        cudaMemcpyDefault, st),
+        "fused counters copy");
+  check(cudaMemcpyAsync(slot.device<std::uint64_t>() + 2, hist, 2 * std::size_t(radius) * sizeof(std::uint64_t),
+                        cudaMemcpyDefault, st),
+        "histogram copy");
   check(cudaStreamSynchronize(st), "fused3d sync");
+  const unsigned long long hc[2] = {slot.host<unsigned long long>()[0], slot.host<unsigned long long>()[1]};
+  lists.hist_host = Kokkos::View<std::uint64_t*, Kokkos::HostSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::hist_host")), 2 * std::size_t(radius));
+  std::memcpy(lists.hist_host.data(), slot.host<std::uint64_t>() + 2, 2 * std::size_t(radius) * sizeof(std::uint64_t));
   lists.n_verbatim = hc[0];
   lists.n_outliers = hc[1];
   lists.valid = hc[0] <= cap && hc[1] <= cap;

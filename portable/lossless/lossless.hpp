@@ -25,7 +25,9 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
+#include "cuda_specializations/cuda_specializations.hpp"
 #include "src/core/error.hpp"
 
 namespace ksz::lossless {
@@ -573,60 +575,84 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   return res;
 }
 
-// Whether encode(words as bytes, method, log2_block) is bound to give at
-// least n_words * 4 bytes, so that a caller keeping the pass only where it
-// shrinks the data can skip it (same stream, one read instead of the pass).
-// A coded block stores its nonzero units (nz * unit bytes) and, above them, a
-// bitmap level with at least one nonzero byte per 8 nonzero units: at least
+namespace impl {
+// cannot_shrink's reduction: per block of wpb words, the least bytes the pass
+// can code it in (its nonzero units, a bitmap byte per eight of them, or its
+// raw length), summed over blocks.
+template <class ExecSpace>
+struct CodedBound {
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words;
+  std::uint64_t n_words, n, wpb, bsize, nb;
+  bool bytes;  // ZeroBytes (else ZeroWords)
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& t, std::uint64_t& sum) const {
+    const std::uint64_t b = static_cast<std::uint64_t>(t.league_rank());
+    const std::uint64_t begin = b * wpb, end = begin + wpb < n_words ? begin + wpb : n_words;
+    std::uint32_t c = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(t, begin, end),
+        [&](const std::uint64_t i, std::uint32_t& acc) {
+          const std::uint32_t w = words(i);
+          if (!bytes) {
+            acc += w != 0 ? 1u : 0u;
+            return;
+          }
+          // High bit of each zero byte of w, then their count.
+          const std::uint32_t z = ~(((w & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w | 0x7F7F7F7Fu);
+          acc += 4u - ((((z >> 7) & 0x01010101u) * 0x01010101u) >> 24);
+        },
+        c);
+    const std::uint64_t len = b + 1 < nb ? bsize : n - b * bsize;
+    const std::uint64_t coded = std::uint64_t(c) * (bytes ? 1 : 4) + (c + 7) / 8;
+    Kokkos::single(Kokkos::PerTeam(t), [&]() { sum += coded < len ? coded : len; });
+  }
+};
+}  // namespace impl
+
+// A lower bound on encode(words as bytes, method, log2_block)'s size: a coded
+// block stores its nonzero units (nz * unit bytes) and, above them, a bitmap
+// level with at least one nonzero byte per 8 nonzero units: at least
 // nz * unit + ceil(nz / 8) bytes, or its raw length when that is less; the
 // payload adds kHeaderBytes and 4 bytes per block. Nonzero units are counted
-// exactly per block, on the device, and the bound is summed on the host.
+// exactly per block and the bound summed, on the device.
 template <class ExecSpace>
-bool cannot_shrink(const ExecSpace& space,
-                   Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words, Method method,
-                   int log2_block = kLog2BlockDefault) {
-  using Mem = typename ExecSpace::memory_space;
+std::uint64_t coded_lower_bound(const ExecSpace& space,
+                                Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words,
+                                Method method, int log2_block = kLog2BlockDefault) {
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
-  using TeamMember = typename Policy::member_type;
   const std::uint64_t n_words = words.extent(0), n = n_words * 4;
-  if (n == 0) return true;
   KSZ_EXPECTS(log2_block >= kLog2BlockMin && log2_block <= kLog2BlockMax, "lossless: block size 2^", log2_block,
               " out of range");
+  if (n == 0) return kHeaderBytes;
   const std::uint64_t bsize = std::uint64_t(1) << log2_block;  // bytes, a multiple of 4
   const std::uint64_t nb = (n + bsize - 1) / bsize;
   const std::uint64_t wpb = bsize / 4;  // words per block
   const bool bytes = method == Method::ZeroBytes;
-  Kokkos::View<std::uint32_t*, Mem> nz(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::nonzero"), nb);
-  Kokkos::parallel_for(
-      "ksz::lossless::count_nonzero", Policy(space, static_cast<int>(nb), impl::team_size<ExecSpace>()),
-      KOKKOS_LAMBDA(const TeamMember& t) {
-        const std::uint64_t b = static_cast<std::uint64_t>(t.league_rank());
-        const std::uint64_t begin = b * wpb, end = begin + wpb < n_words ? begin + wpb : n_words;
-        std::uint32_t c = 0;
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(t, begin, end),
-            [&](const std::uint64_t i, std::uint32_t& acc) {
-              const std::uint32_t w = words(i);
-              if (!bytes) {
-                acc += w != 0 ? 1u : 0u;
-                return;
-              }
-              // High bit of each zero byte of w, then their count.
-              const std::uint32_t z = ~(((w & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w | 0x7F7F7F7Fu);
-              acc += 4u - ((((z >> 7) & 0x01010101u) * 0x01010101u) >> 24);
-            },
-            c);
-        Kokkos::single(Kokkos::PerTeam(t), [&]() { nz(b) = c; });
-      });
-  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), nz);
-  const std::uint64_t unit = bytes ? 1 : 4;
-  std::uint64_t bound = kHeaderBytes + 4 * nb;
-  for (std::uint64_t b = 0; b < nb; ++b) {
-    const std::uint64_t len = b + 1 < nb ? bsize : n - b * bsize;
-    const std::uint64_t coded = h(b) * unit + (h(b) + 7) / 8;
-    bound += coded < len ? coded : len;
-  }
-  return bound >= n;
+  std::uint64_t coded = 0;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    if (cuda_spec::lossless_coded_bytes(space, words.data(), n_words, bytes, log2_block, coded))
+      return kHeaderBytes + 4 * nb + coded;
+#endif
+  // A functor, not a lambda: Kokkos 3.4's team reduction called an nvcc
+  // extended lambda through a null host pointer (CUDA 13).
+  Kokkos::parallel_reduce("ksz::lossless::count_nonzero",
+                          Policy(space, static_cast<int>(nb), impl::team_size<ExecSpace>()),
+                          impl::CodedBound<ExecSpace>{words, n_words, n, wpb, bsize, nb, bytes}, coded);
+  return kHeaderBytes + 4 * nb + coded;
+}
+
+// Whether encode(words as bytes, method, log2_block) is bound to give at
+// least n_words * 4 bytes (coded_lower_bound), so that a caller keeping the
+// pass only where it shrinks the data can skip it (same stream, one read
+// instead of the pass).
+template <class ExecSpace>
+bool cannot_shrink(const ExecSpace& space,
+                   Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words, Method method,
+                   int log2_block = kLog2BlockDefault) {
+  const std::uint64_t n = words.extent(0) * 4;
+  return n == 0 || coded_lower_bound<ExecSpace>(space, words, method, log2_block) >= n;
 }
 
 // Decodes a payload already in ExecSpace's memory into `out`, which must hold

@@ -70,12 +70,14 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const std::uint32_t nsym = 2 * radius;
   typename Workspace<Mem>::Lease ws;
   const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
-  Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
+  // Every path below zeroes it first.
+  const Kokkos::View<std::uint64_t*, Mem> hist = ws.template get<std::uint64_t>(Workspace<Mem>::kHistogram, nsym, "ksz::hist");
   Kokkos::View<std::int32_t*, Mem> q;  // stays empty on the fused path
   std::uint64_t n_verbatim = 0;
   bool fused = false;
   Kokkos::View<const std::uint64_t*, Mem> out_idx, verb_idx;
   bool have_lists = false;  // the fused kernel already listed outliers and verbatim elements
+  Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist_h;  // filled by the fused kernel's call, or copied below
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     const cuda_spec::LorenzoShape cs{g.n0, g.n1, g.n2, g.c0, g.c1, g.c2};
@@ -84,6 +86,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
                                                    lists, ws);
     if (fused) {
       n_verbatim = lists.n_verbatim;
+      hist_h = lists.hist_host;
       if (lists.valid) {
         out_idx = lists.outlier_idx;
         verb_idx = lists.verbatim_idx;
@@ -105,13 +108,22 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     timer.mark("predict+quantize");
     histogram::histogram<ExecSpace>(space, codes, hist, radius);
   }
-  auto hist_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
-  timer.mark("histogram");
+  if (hist_h.extent(0) != nsym) {
+    hist_h = Kokkos::View<std::uint64_t*, Kokkos::HostSpace>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::hist_host")), nsym);
+    Kokkos::deep_copy(space, hist_h, hist);
+    space.fence();
+    timer.mark("histogram");
+  }
   const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
-  const huffman::DeviceCodebook<ExecSpace> dbook(book);
+  const huffman::DeviceCodebook<ExecSpace> dbook(
+      book, space,
+      ws.template get<std::uint32_t>(Workspace<Mem>::kHuffTables,
+                                     huffman::DeviceCodebook<ExecSpace>::room_words(nsym), "ksz::huffman::tables"));
   timer.mark("codebook");
 
-  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws, opt.huffman_subchunk);
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws, opt.huffman_subchunk,
+                                              huffman::words_bound(hist_h.data(), book, n, opt.huffman_chunk));
   timer.mark("huffman encode");
 
   // Sparse lists by prefix-scan compaction (increasing order on every

@@ -29,6 +29,10 @@ class Workspace {
     kHuffOffsets,
     kHuffWords,
     kHuffStatus,
+    kHuffState,  // the single-pass Huffman encoder's chunk states
+    kHuffRunBits,
+    kHistogram,
+    kHuffTables,  // a device codebook's tables
     kMetrics,  // per-block partials of the quality engine's reductions
     kSlots
   };

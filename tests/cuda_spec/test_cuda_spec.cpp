@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "cuda_specializations/cuda_specializations.hpp"
+#include "portable/lossless/lossless.hpp"
 #include "tests/common/fields.hpp"
 
 namespace ksz::test {
@@ -123,6 +124,42 @@ TEST(CudaSpecializations, ValueRangeWithoutFiniteValues) {
   f[17] = std::numeric_limits<float>::infinity();
   opt.mode = ErrorMode::REL;
   expect_same_as_portable(f, d, opt, "one finite value");
+}
+
+// The lossless pass's skip test: the specialized bound equals the portable
+// one exactly, over densities from all-zero to dense, block sizes, both
+// methods, and lengths that end inside a block and inside a 16-byte vector.
+TEST(CudaSpecializations, LosslessCodedBoundSameAsPortable) {
+  SpecGuard guard;
+  Kokkos::Cuda space;
+  std::uint64_t seed = 7;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(seed >> 32);
+  };
+  for (const std::uint64_t n_words : {1ull, 3ull, 2048ull, 2049ull, 100001ull, 1ull << 20}) {
+    for (const int zero_percent : {0, 50, 90, 100}) {
+      std::vector<std::uint32_t> h(n_words);
+      for (auto& w : h) {
+        std::uint32_t v = next();
+        for (int b = 0; b < 4; ++b)
+          if (int(next() % 100) < zero_percent) v &= ~(0xFFu << (8 * b));
+        w = v;
+      }
+      Kokkos::View<std::uint32_t*, Kokkos::CudaSpace> d("words", n_words);
+      Kokkos::deep_copy(d, Kokkos::View<const std::uint32_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                               h.data(), n_words));
+      for (const auto m : {lossless::Method::ZeroBytes, lossless::Method::ZeroWords}) {
+        for (const int lb : {lossless::kLog2BlockMin, lossless::kLog2BlockDefault}) {
+          cuda_spec::set_enabled(false);
+          const std::uint64_t portable = lossless::coded_lower_bound<Kokkos::Cuda>(space, d, m, lb);
+          cuda_spec::set_enabled(true);
+          const std::uint64_t special = lossless::coded_lower_bound<Kokkos::Cuda>(space, d, m, lb);
+          EXPECT_EQ(portable, special) << n_words << " words, " << zero_percent << "% zero bytes, block 2^" << lb;
+        }
+      }
+    }
+  }
 }
 
 #else

@@ -110,7 +110,18 @@ struct DeviceCodebook {
 
   // Throws ksz::InvalidInput unless book has 1..kMaxSymbols symbols, lengths
   // <= kMaxCodeLength forming a prefix code, and the canonical codes of them.
-  explicit DeviceCodebook(const Codebook& book);
+  explicit DeviceCodebook(const Codebook& book) : DeviceCodebook(book, ExecSpace()) {}
+  // The same, the tables copied on `space` (waits for that instance only),
+  // into `room` when it holds room_words(book.nsym()) words (a workspace
+  // buffer the caller keeps alive while the codebook is used), else into a
+  // fresh allocation.
+  DeviceCodebook(const Codebook& book, const ExecSpace& space,
+                 Kokkos::View<std::uint32_t*, memory_space> room = {});
+  // Words of device memory a codebook of nsym symbols needs at most.
+  static std::size_t room_words(std::size_t nsym) {
+    const std::size_t total = nsym + 3 * (kMaxCodeLength + 1) + (std::size_t(1) << kLutBits) + (nsym + 1) / 2;
+    return ((total + 1) & ~std::size_t(1)) + 2 * (std::size_t(1) << kLutBits);
+  }
 
   std::size_t nsym() const { return m_nsym; }
   int max_length() const { return m_max_length; }
@@ -167,7 +178,8 @@ struct Runs {
 };
 
 template <class ExecSpace>
-DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book) {
+DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book, const ExecSpace& space,
+                                          Kokkos::View<std::uint32_t*, memory_space> room) {
   const std::size_t nsym = book.nsym();
   KSZ_EXPECTS(nsym >= 1 && nsym <= kMaxSymbols, "huffman: codebook size ", nsym,
               " is outside [1, ", kMaxSymbols, "]");
@@ -227,10 +239,14 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book) {
   }
   constexpr bool scratch = !std::is_same<memory_space, Kokkos::HostSpace>::value;
   const std::size_t o_scratch = (total + 1) & ~std::size_t(1);  // 8-byte aligned
-  Kokkos::View<std::uint32_t*, memory_space> d(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::huffman::tables")),
-      scratch ? o_scratch + 2 * (std::size_t(1) << kLutBits) : total);
-  Kokkos::deep_copy(Kokkos::subview(d, std::make_pair(std::size_t(0), total)), h);
+  const std::size_t need = scratch ? o_scratch + 2 * (std::size_t(1) << kLutBits) : total;
+  const Kokkos::View<std::uint32_t*, memory_space> d =
+      room.extent(0) >= need ? room
+                             : Kokkos::View<std::uint32_t*, memory_space>(
+                                   Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::huffman::tables")),
+                                   need);
+  Kokkos::deep_copy(space, Kokkos::subview(d, std::make_pair(std::size_t(0), total)), h);
+  space.fence();  // h is a temporary
   m_storage = d;
   if (scratch)
     m_scratch = Kokkos::View<unsigned long long*, memory_space>(
@@ -245,17 +261,20 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book) {
                                                                      n_used);
 }
 
-// Encodes symbols in chunks of chunk_symbols (>= 1, else ksz::InvalidInput;
-// the last chunk may be short). Every symbol needs a code in book, else
-// ksz::InvalidInput. Steps: per-chunk bit count, exclusive scan of word
-// counts into chunk_offsets, then deflate with each chunk writing only its words.
-// Synchronizes once (to size the bitstream); the deflate is left in flight on space.
-// With ws, the bitstream, offsets and status live in the caller's workspace
-// (valid while its lease is held) instead of fresh allocations. With sub in
-// [1, kMaxSubchunk] below chunk_symbols, run_bits gets the lengths of the
-// chunks' runs of sub symbols (Runs); else it is empty.
+// An upper bound on encode()'s words for n symbols of histogram hist (book's
+// nsym counts) in chunks of chunk_symbols: every code's bits, and a partial
+// word a chunk.
+inline std::uint64_t words_bound(const std::uint64_t* hist, const Codebook& book, std::uint64_t n,
+                                 std::uint32_t chunk_symbols) {
+  if (chunk_symbols == 0) return 0;  // none: encode() refuses the chunk size
+  std::uint64_t bits = 0;
+  for (std::size_t s = 0; s < book.nsym(); ++s) bits += hist[s] * book.lengths[s];
+  return bits / 32 + chunk_count(n, chunk_symbols) + 1;
+}
+
+// The two passes (per-chunk bits, scan, deflate) on any backend.
 template <class ExecSpace>
-Encoded<ExecSpace> encode(const ExecSpace& space,
+Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
                           Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> symbols,
                           const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols,
                           typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
@@ -366,6 +385,61 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
         if (nbits > 0) words(w) = static_cast<std::uint32_t>(acc << (32 - nbits));
       });
   return res;
+}
+
+// Encodes symbols in chunks of chunk_symbols (>= 1, else ksz::InvalidInput;
+// the last chunk may be short). Every symbol needs a code in book, else
+// ksz::InvalidInput. Steps: per-chunk bit count, exclusive scan of word
+// counts into chunk_offsets, then deflate with each chunk writing only its words.
+// Synchronizes once (to size the bitstream); the deflate is left in flight on space.
+// With ws, the bitstream, offsets, run lengths and status live in the caller's workspace
+// (valid while its lease is held) instead of fresh allocations. With sub in
+// [1, kMaxSubchunk] below chunk_symbols, run_bits gets the lengths of the
+// chunks' runs of sub symbols (Runs); else it is empty. With words_bound (at
+// least the words the bitstream takes: words_bound() from the symbols'
+// histogram), the CUDA specialization encodes in one pass; the result is the
+// same.
+template <class ExecSpace>
+Encoded<ExecSpace> encode(const ExecSpace& space,
+                          Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> symbols,
+                          const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols,
+                          typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
+                          std::uint32_t sub = 0, std::uint64_t words_bound = 0) {
+#if defined(KSZ_HAVE_CUDA)
+  // With a bound on the words, one pass (the bitstream buffer is sized first).
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
+    using Mem = typename ExecSpace::memory_space;
+    const std::uint64_t n = symbols.extent(0);
+    if (words_bound && ws && n > 0 && chunk_symbols >= 1 && sub <= kMaxSubchunk) {
+      const Runs runs(n, chunk_symbols, sub);
+      if (runs.per_chunk <= kMaxRuns) {
+        const std::uint64_t nchunks = runs.nchunks;
+        Encoded<ExecSpace> res;
+        res.run_bits = ws->template get<std::uint16_t>(WS::kHuffRunBits, runs.stored, "ksz::huffman::run_bits");
+        res.chunk_offsets =
+            ws->template get<std::uint64_t>(WS::kHuffOffsets, nchunks + 1, "ksz::huffman::chunk_offsets");
+        const Kokkos::View<std::uint32_t*, Mem> words =
+            ws->template get<std::uint32_t>(WS::kHuffWords, words_bound, "ksz::huffman::words");
+        const Kokkos::View<unsigned long long*, Mem> state =
+            ws->template get<unsigned long long>(WS::kHuffState, nchunks + 1, "ksz::huffman::state");
+        const Kokkos::View<std::uint32_t*, Mem> status = impl::zeroed_status(space, ws);
+        std::uint32_t st = 0;
+        if (cuda_spec::huffman_encode_single_pass(
+                space, symbols.data(), n, chunk_symbols, book.encode_table().data(),
+                static_cast<std::uint32_t>(book.nsym()), res.chunk_offsets.data(), words.data(), words_bound,
+                status.data(), state.data(), runs.stored ? static_cast<std::uint32_t>(runs.step) : 0u,
+                runs.per_chunk, res.run_bits.data(), res.n_words, st)) {
+          KSZ_EXPECTS(st == 0, "huffman: input has a symbol with no code in the codebook");
+          res.words = Kokkos::subview(words, std::make_pair(std::uint64_t(0), res.n_words));
+          return res;
+        }
+      }
+    }
+  }
+#endif
+  (void)words_bound;
+  return encode_two_pass<ExecSpace>(space, symbols, book, chunk_symbols, ws, sub);
 }
 
 // Decodes out.extent(0) symbols; chunk c is decoded from words
