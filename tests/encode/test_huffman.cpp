@@ -415,6 +415,62 @@ TYPED_TEST(HuffmanCodec, SkewedQuantCodesCompress) {
   EXPECT_LT(32.0 * s.words.size() / sym.size(), 2.5);  // bits per symbol
 }
 
+// With a workspace and a bound on the words (what the Lorenzo pipeline
+// passes), CUDA encodes in one pass with decoupled look-back over the chunks:
+// the words, offsets and sub-chunk lengths must be those of the two passes
+// (and of the host reference), over chunk counts that span many look-back
+// windows, long codes, and a stream too short for one chunk. A symbol without
+// a code is refused the same way.
+TYPED_TEST(HuffmanCodec, OnePassWithBoundSameAsTwoPasses) {
+  using Mem = typename TypeParam::memory_space;
+  struct Case {
+    std::size_t n;
+    u32 cs, sub;
+    double sigma;
+  };
+  const Case cases[] = {{1, 4096, 512, 20.0},         {4095, 4096, 512, 0.6},    {1000003, 1000, 200, 20.0},
+                        {4000037, 4096, 512, 0.6},    {300001, 8192, 1024, 80.0}, {777777, 2048, 0, 3.0}};
+  for (const Case& c : cases) {
+    const std::vector<u16> sym = quant_codes(c.n, 1024, c.sigma, c.n + c.cs);
+    const std::vector<u64> h = histogram_of(sym, 1024);
+    const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+    TypeParam space;
+    const ksz::huffman::DeviceCodebook<TypeParam> dbook(book);
+    const auto dsym = to_device<TypeParam>(sym);
+    const auto two = ksz::huffman::encode(space, dsym, dbook, c.cs, nullptr, c.sub);
+    space.fence();
+    const std::vector<u32> two_words = to_host(two.words);
+    const std::vector<u64> two_offsets = to_host(two.chunk_offsets);
+    const std::vector<u16> two_runs = to_host(two.run_bits);
+    typename ksz::pipeline::Workspace<Mem>::Lease ws;
+    const auto one = ksz::huffman::encode(space, dsym, dbook, c.cs, &ws, c.sub,
+                                          ksz::huffman::words_bound(h.data(), book, c.n, c.cs));
+    space.fence();
+    EXPECT_EQ(one.n_words, two.n_words) << "n=" << c.n << " cs=" << c.cs;
+    EXPECT_TRUE(to_host(one.words) == two_words) << "n=" << c.n << " cs=" << c.cs;
+    EXPECT_TRUE(to_host(one.chunk_offsets) == two_offsets) << "n=" << c.n << " cs=" << c.cs;
+    EXPECT_TRUE(to_host(one.run_bits) == two_runs) << "n=" << c.n << " cs=" << c.cs;
+    std::vector<u32> rw;
+    std::vector<u64> ro;
+    reference_encode(sym, book, c.cs, rw, ro);
+    EXPECT_TRUE(two_words == rw && two_offsets == ro) << "n=" << c.n << " cs=" << c.cs;
+  }
+  // A symbol the codebook has no code for.
+  std::vector<u16> sym = quant_codes(100000, 1024, 5.0, 3);
+  const std::vector<u64> h = histogram_of(sym, 1024);
+  const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+  u16 unused = 0;
+  while (book.lengths[unused]) ++unused;
+  sym[77777] = unused;
+  TypeParam space;
+  const ksz::huffman::DeviceCodebook<TypeParam> dbook(book);
+  const auto dsym = to_device<TypeParam>(sym);
+  typename ksz::pipeline::Workspace<Mem>::Lease ws;
+  EXPECT_THROW(ksz::huffman::encode(space, dsym, dbook, 4096, &ws, 512,
+                                    ksz::huffman::words_bound(h.data(), book, sym.size(), 4096)),
+               ksz::InvalidInput);
+}
+
 TYPED_TEST(HuffmanCodec, SingleSymbolStream) {
   const std::vector<u16> sym(10000, 7);
   const std::vector<u64> h = histogram_of(sym, 1024);
