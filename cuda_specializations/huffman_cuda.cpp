@@ -5,6 +5,7 @@
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "cuda_specializations/host_result.hpp"
+#include "cuda_specializations/launch.hpp"
 #include "cuda_specializations/warp.hpp"
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/encode/huffman/huffman.hpp"
@@ -14,9 +15,7 @@ namespace ksz::cuda_spec {
 namespace {
 
 
-void check(cudaError_t e, const char* what) {
-  KSZ_EXPECTS(e == cudaSuccess, "CUDA error in ", what, ": ", cudaGetErrorString(e));
-}
+using launch::check;
 
 
 // Encoding: a block of kEncThreads per chunk; thread t owns the contiguous
@@ -72,6 +71,46 @@ __device__ __forceinline__ std::uint32_t block_scan(std::uint32_t v, std::uint32
   return before + incl - v;
 }
 
+// The bit lengths of a chunk's runs of sub symbols (sub a multiple of SPT, so
+// runs begin at thread boundaries) but its last, to out, from each thread's
+// start bit. run_start (kEncThreads words of shared memory) is rewritten only
+// after the next block scan's barriers. A block-collective.
+template <int SPT>
+__device__ __forceinline__ void store_run_bits(std::uint32_t* run_start, std::uint32_t start, std::uint32_t len,
+                                               std::uint32_t sub, std::uint16_t* __restrict__ out) {
+  const std::uint32_t first = threadIdx.x * SPT;
+  if (first < len && first % sub == 0) run_start[first / sub] = start;
+  __syncthreads();
+  const std::uint32_t runs = (len - 1) / sub + 1;
+  if (threadIdx.x + 1 < runs)
+    out[threadIdx.x] = static_cast<std::uint16_t>(run_start[threadIdx.x + 1] - run_start[threadIdx.x]);
+}
+
+// Packs the thread's codes e (bits in all, from bit `start` of the chunk) into
+// the chunk's nw words in shared memory, cleared first. The leading bits of a
+// thread's first word belong to earlier threads: zeros here, merged by OR. A
+// block-collective; stage is complete after the caller's next barrier.
+template <int SPT>
+__device__ __forceinline__ void pack_chunk(std::uint32_t* stage, std::uint32_t nw, const std::uint32_t (&e)[SPT],
+                                           std::uint32_t start, std::uint32_t bits) {
+  for (std::uint32_t i = threadIdx.x; i < nw; i += blockDim.x) stage[i] = 0;
+  __syncthreads();
+  std::uint32_t w = start / 32;
+  int nbits = static_cast<int>(start % 32);
+  std::uint64_t acc = 0;
+#pragma unroll
+  for (int j = 0; j < SPT; ++j) {
+    const int len = static_cast<int>(e[j] >> 24);
+    acc = (acc << len) | (e[j] & 0xFFFFFFu);
+    nbits += len;
+    if (nbits >= 32) {
+      nbits -= 32;
+      atomicOr(&stage[w++], static_cast<std::uint32_t>(acc >> nbits));
+    }
+  }
+  if (nbits > 0 && bits > 0) atomicOr(&stage[w], static_cast<std::uint32_t>(acc << (32 - nbits)));
+}
+
 // With run_bits, the bit length of every run of sub symbols (sub a multiple
 // of SPT, so runs begin at thread boundaries) but the chunk's last.
 template <int SPT>
@@ -100,15 +139,9 @@ __global__ void __launch_bounds__(kEncThreads)
       offsets[c] = (total + 31) / 32;
       if (bad) atomicOr(status, std::uint32_t(huffman::impl::kBadSymbol));
     }
-    if (run_bits) {  // block-uniform; run_start is rewritten only after the next block_scan's barriers
-      const std::uint32_t first = threadIdx.x * SPT, len = static_cast<std::uint32_t>(s1 - s0);
-      if (first < len && first % sub == 0) run_start[first / sub] = start;
-      __syncthreads();
-      const std::uint32_t runs = (len - 1) / sub + 1;
-      if (threadIdx.x + 1 < runs)
-        run_bits[c * (per_chunk - 1) + threadIdx.x] =
-            static_cast<std::uint16_t>(run_start[threadIdx.x + 1] - run_start[threadIdx.x]);
-    }
+    if (run_bits)  // block-uniform
+      store_run_bits<SPT>(run_start, start, static_cast<std::uint32_t>(s1 - s0), sub,
+                          run_bits + c * (per_chunk - 1));
   }
 }
 
@@ -131,23 +164,7 @@ __global__ void __launch_bounds__(kEncThreads)
     std::uint32_t total;
     const std::uint32_t start = block_scan(bits, total);
     const std::uint32_t nw = (total + 31) / 32;
-    for (std::uint32_t i = threadIdx.x; i < nw; i += blockDim.x) stage[i] = 0;
-    __syncthreads();
-    // Leading bits of the first word belong to earlier threads: zeros here, merged by OR.
-    std::uint32_t w = start / 32;
-    int nbits = static_cast<int>(start % 32);
-    std::uint64_t acc = 0;
-#pragma unroll
-    for (int j = 0; j < SPT; ++j) {
-      const int len = static_cast<int>(e[j] >> 24);
-      acc = (acc << len) | (e[j] & 0xFFFFFFu);
-      nbits += len;
-      if (nbits >= 32) {
-        nbits -= 32;
-        atomicOr(&stage[w++], static_cast<std::uint32_t>(acc >> nbits));
-      }
-    }
-    if (nbits > 0 && bits > 0) atomicOr(&stage[w], static_cast<std::uint32_t>(acc << (32 - nbits)));
+    pack_chunk<SPT>(stage, nw, e, start, bits);
     __syncthreads();
     std::uint32_t* dst = words + offsets[c];
     for (std::uint32_t i = threadIdx.x; i < nw; i += blockDim.x) dst[i] = stage[i];
@@ -216,32 +233,10 @@ __global__ void __launch_bounds__(kEncThreads)
       store_state(state + c, (c == 0 ? kInclusive : kAggregate) | nw);  // as early as possible: successors wait on it
     bad = __syncthreads_or(bad);
     if (threadIdx.x == 0 && bad) atomicOr(status, std::uint32_t(huffman::impl::kBadSymbol));
-    if (run_bits) {  // block-uniform; run_start is rewritten only after the next block_scan's barriers
-      const std::uint32_t first = threadIdx.x * SPT, len = static_cast<std::uint32_t>(s1 - s0);
-      if (first < len && first % sub == 0) run_start[first / sub] = start;
-      __syncthreads();
-      const std::uint32_t runs = (len - 1) / sub + 1;
-      if (threadIdx.x + 1 < runs)
-        run_bits[c * (per_chunk - 1) + threadIdx.x] =
-            static_cast<std::uint16_t>(run_start[threadIdx.x + 1] - run_start[threadIdx.x]);
-    }
-    for (std::uint32_t i = threadIdx.x; i < nw; i += blockDim.x) stage[i] = 0;
-    __syncthreads();
-    // Leading bits of the first word belong to earlier threads: zeros here, merged by OR.
-    std::uint32_t w = start / 32;
-    int nbits = static_cast<int>(start % 32);
-    std::uint64_t acc = 0;
-#pragma unroll
-    for (int j = 0; j < SPT; ++j) {
-      const int len = static_cast<int>(e[j] >> 24);
-      acc = (acc << len) | (e[j] & 0xFFFFFFu);
-      nbits += len;
-      if (nbits >= 32) {
-        nbits -= 32;
-        atomicOr(&stage[w++], static_cast<std::uint32_t>(acc >> nbits));
-      }
-    }
-    if (nbits > 0 && bits > 0) atomicOr(&stage[w], static_cast<std::uint32_t>(acc << (32 - nbits)));
+    if (run_bits)  // block-uniform
+      store_run_bits<SPT>(run_start, start, static_cast<std::uint32_t>(s1 - s0), sub,
+                          run_bits + c * (per_chunk - 1));
+    pack_chunk<SPT>(stage, nw, e, start, bits);
     if (threadIdx.x < 32) {  // the look-back
       std::uint64_t prefix = 0;
       if (c > 0) {
@@ -560,23 +555,17 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const std::uint16_t* 
   cudaStream_t st = space.cuda_stream();
   check(cudaMemsetAsync(state, 0, (nchunks + 1) * sizeof(unsigned long long), st), "huffman encode state");
   // Resident blocks only (they take chunks from the ticket until none is left).
-  auto launch = [&](auto kernel) {
-    int dev = 0, sms = 0, per_sm = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    if (shmem > 48 * 1024)
-      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shmem)), "smem attr");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kEncThreads, shmem), "occupancy");
-    const std::uint64_t resident = std::uint64_t(sms > 0 ? sms : 1) * std::uint64_t(per_sm > 0 ? per_sm : 1);
+  auto run = [&](auto kernel) {
+    const std::uint64_t resident = std::uint64_t(launch::resident_blocks(kernel, kEncThreads, shmem));
     const int blocks = static_cast<int>(nchunks < resident ? nchunks : resident);
     kernel<<<blocks, kEncThreads, shmem, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, state, offsets, words, cap,
                                                status, sub, per_chunk, run_bits, stage_words);
   };
   switch (spt) {
-    case 8: launch(encode_kernel<8>); break;
-    case 16: launch(encode_kernel<16>); break;
-    case 32: launch(encode_kernel<32>); break;
-    default: launch(encode_kernel<64>); break;
+    case 8: run(encode_kernel<8>); break;
+    case 16: run(encode_kernel<16>); break;
+    case 32: run(encode_kernel<32>); break;
+    default: run(encode_kernel<64>); break;
   }
   check(cudaGetLastError(), "huffman encode_kernel");
   const HostResult back;  // pinned: the two small copies go straight to the host

@@ -14,6 +14,7 @@
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "cuda_specializations/host_result.hpp"
+#include "cuda_specializations/launch.hpp"
 #include "cuda_specializations/warp.hpp"
 #include "src/core/error.hpp"
 
@@ -86,7 +87,6 @@ __global__ void __launch_bounds__(kThreads)
   for (std::uint64_t i = head + nvec * W + tid; i < n; i += stride) minmax_add(in[i], mn, mx);
 
   __shared__ T smn[kThreads / 32], smx[kThreads / 32];
-  __shared__ bool last;
   const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
   auto block_minmax = [&] {
     mn = warp::reduce_min(mn);
@@ -107,12 +107,8 @@ __global__ void __launch_bounds__(kThreads)
   if (threadIdx.x == 0) {
     parts[2 * blockIdx.x] = mn;
     parts[2 * blockIdx.x + 1] = mx;
-    __threadfence();
-    last = atomicAdd(done, 1u) == gridDim.x - 1;
   }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
+  if (!launch::last_block_done(done)) return;
   mn = std::numeric_limits<T>::max();
   mx = std::numeric_limits<T>::lowest();
   for (unsigned b = threadIdx.x; b < gridDim.x; b += kThreads) {
@@ -127,19 +123,9 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-int sm_count() {
-  static const int count = [] {
-    int dev = 0, c = 0;
-    cudaGetDevice(&dev);
-    cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev);
-    return c > 0 ? c : 1;
-  }();
-  return count;
-}
+using launch::sm_count;
 
-void check(cudaError_t e, const char* what) {
-  KSZ_EXPECTS(e == cudaSuccess, "CUDA error in ", what, ": ", cudaGetErrorString(e));
-}
+using launch::check;
 
 }  // namespace
 
@@ -351,23 +337,6 @@ __device__ __forceinline__ Quad quad_of(const Geo3& g, const ChunkAt& c, int j) 
   Q.base = x + g.n0 * (y + g.n1 * z);
   Q.valid = (y < g.n1 && z < g.n2 && x < g.n0) ? static_cast<int>(g.n0 - x < 4 ? g.n0 - x : 4) : 0;
   return Q;
-}
-
-template <class T>
-__device__ __forceinline__ void load_quad(const T* __restrict__ in, const Quad& Q, bool aligned, T v[4]) {
-  if (aligned && Q.valid == 4 && (Q.base * sizeof(T)) % 16 == 0) {
-    if constexpr (sizeof(T) == 4) {
-      const float4 f = __ldg(reinterpret_cast<const float4*>(in + Q.base));
-      v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-    } else {
-      const double2 a = __ldg(reinterpret_cast<const double2*>(in + Q.base));
-      const double2 b = __ldg(reinterpret_cast<const double2*>(in + Q.base) + 1);
-      v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = i < Q.valid ? in[Q.base + i] : T(0);
-  }
 }
 
 template <class T>

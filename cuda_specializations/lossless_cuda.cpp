@@ -4,6 +4,7 @@
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "cuda_specializations/host_result.hpp"
+#include "cuda_specializations/launch.hpp"
 #include "cuda_specializations/warp.hpp"
 #include "src/core/error.hpp"
 
@@ -12,9 +13,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-void check(cudaError_t e, const char* what) {
-  KSZ_EXPECTS(e == cudaSuccess, "CUDA error in ", what, ": ", cudaGetErrorString(e));
-}
+using launch::check;
 
 // Nonzero units of w: bytes (4 - its zero bytes) or the word itself.
 __device__ __forceinline__ std::uint32_t nonzero_units(std::uint32_t w, bool bytes) {

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "cuda_specializations/host_result.hpp"
+#include "cuda_specializations/launch.hpp"
 #include "cuda_specializations/metrics_cuda.hpp"
 #include "portable/quantize/prequant.hpp"
 #include "src/core/error.hpp"
@@ -333,48 +334,48 @@ __device__ __forceinline__ Args<T> resolved(const Args<T>& g0) {
   return g;
 }
 
-// Where a pattern-1 pass leaves its result: each block's partial in
+// Where a reduction pass leaves its result: each block's partial in
 // parts[block]; the last block to finish (counted in *done, zero before the
 // launch) folds them in index order, with the fixed shape of block_reduce, so
-// the result does not depend on which block that is, and writes it with the
-// shift used to out (host-mapped memory: no copy after the kernel). It
+// the result does not depend on which block that is, and writes it to out
+// (host-mapped memory: no copy and no second kernel after the pass). It
 // leaves *done at zero.
+template <class Acc>
 struct Fold {
-  P1Acc* parts;
+  Acc* parts;
   unsigned* done;
-  P1Acc* out;  // [0] the result, [1].sa the shift
+  Acc* out;
 };
 
-__device__ __forceinline__ void fold_if_last(const P1Acc& r, const Fold& fold, double shift) {
-  __shared__ bool last;
-  if (threadIdx.x == 0) {
-    fold.parts[blockIdx.x] = r;
-    __threadfence();  // the partial is visible before the count says so
-    last = atomicAdd(fold.done, 1u) == gridDim.x - 1;
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  P1Acc v = identity();
+// A block-collective; r matters in thread 0 only.
+template <class Acc>
+__device__ __forceinline__ void fold_if_last(const Acc& r, const Fold<Acc>& fold) {
+  if (threadIdx.x == 0) fold.parts[blockIdx.x] = r;
+  if (!launch::last_block_done(fold.done)) return;
+  Acc v = identity_of<Acc>();
   for (unsigned p = threadIdx.x; p < gridDim.x; p += kThreads) {
-    // Written by other blocks: read through L2, never a stale L1 line.
-    P1Acc s;
+    Acc s;  // written by other blocks: read through L2, never a stale L1 line
     const auto* src = reinterpret_cast<const unsigned long long*>(fold.parts + p);
     auto* dst = reinterpret_cast<unsigned long long*>(&s);
 #pragma unroll
-    for (int k = 0; k < int(sizeof(P1Acc) / 8); ++k) dst[k] = __ldcg(src + k);
+    for (int k = 0; k < int(sizeof(Acc) / 8); ++k) dst[k] = __ldcg(src + k);
     merge(v, s);
   }
   v = block_reduce(v);
   if (threadIdx.x == 0) {
-    fold.out[0] = v;
-    fold.out[1].sa = shift;
+    *fold.out = v;
     *fold.done = 0;
   }
 }
 
+// Pattern 1 also reports the shift it used, in out[1].sa.
+__device__ __forceinline__ void fold_pattern1(const P1Acc& r, const Fold<P1Acc>& fold, double shift) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) fold.out[1].sa = shift;
+  fold_if_last(r, fold);
+}
+
 template <class T>
-__global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g0, Fold fold) {
+__global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g0, Fold<P1Acc> fold) {
   const Args<T> g = resolved(g0);
   using V = Vec<T>;
   constexpr int W = V::width;
@@ -420,7 +421,7 @@ __global__ void __launch_bounds__(kThreads, 2) pattern1_kernel(Args<T> g0, Fold 
   for (std::uint64_t i = g.head + g.nvec * W + tid; i < g.n; i += stride)
     acc.add(g, i, a[i], b[i], !m || m[i] != 0);
 
-  fold_if_last(block_reduce(acc.finish()), fold, g.shift);
+  fold_pattern1(block_reduce(acc.finish()), fold, g.shift);
 }
 
 // The float32 kernel without a mask (the common case). Every element through
@@ -556,7 +557,7 @@ __device__ __forceinline__ bool group_extremes(Local<float>& l, const float* __r
   return set;
 }
 
-__global__ void __launch_bounds__(kThreads, 2) pattern1_f32_kernel(Args<float> g0, Fold fold) {
+__global__ void __launch_bounds__(kThreads, 2) pattern1_f32_kernel(Args<float> g0, Fold<P1Acc> fold) {
   constexpr std::uint64_t kChunk = 32 * kUnroll;  // float4 a chunk
   const Args<float> g = resolved(g0);
   Local<float> acc;
@@ -636,10 +637,12 @@ __global__ void __launch_bounds__(kThreads, 2) pattern1_f32_kernel(Args<float> g
   }
   for (std::uint64_t i = g.head + g.nvec * 4 + tid; i < g.n; i += stride) acc.add(g, i, a[i], b[i], true);
 
-  fold_if_last(block_reduce(acc.finish()), fold, g.shift);
+  fold_pattern1(block_reduce(acc.finish()), fold, g.shift);
 }
 
-// One block folds the partials: thread t takes t, t + kThreads, ... in order.
+// One block folds the partials (patterns 2 and 3, whose kernels cannot
+// afford the fold's registers: folding in their last block cost 5-15%):
+// thread t takes t, t + kThreads, ... in order.
 template <class Acc>
 __global__ void __launch_bounds__(kThreads) combine_kernel(const Acc* __restrict__ parts, int nparts,
                                                            Acc* __restrict__ out) {
@@ -649,20 +652,12 @@ __global__ void __launch_bounds__(kThreads) combine_kernel(const Acc* __restrict
   if (threadIdx.x == 0) *out = v;
 }
 
-void check(cudaError_t e, const char* what) {
-  KSZ_EXPECTS(e == cudaSuccess, "CUDA error in ", what, ": ", cudaGetErrorString(e));
-}
+using launch::check;
 
 // Resident blocks of a pattern-1 kernel on the device (once per kernel).
 template <auto Kernel>
 int resident_blocks() {
-  static const int blocks = [] {
-    int dev = 0, sms = 0, per_sm = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kThreads, 0), "occupancy");
-    return (sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
-  }();
+  static const int blocks = launch::resident_blocks(Kernel, kThreads, 0);
   return blocks;
 }
 
@@ -996,28 +991,45 @@ __global__ void __launch_bounds__(kThreads) pattern3_kernel(Elements<T> f, P3Arg
   if (threadIdx.x == 0) parts[blockIdx.x] = r;
 }
 
-// Runs kernel over `tiles` tiles with at most the resident blocks, then folds
-// the partials into out (host). Blocks until done.
+// A pass whose last block folds (pattern 1): the partials (blocks of them),
+// then one more Acc whose first word counts finished blocks, from the
+// workspace; the result slots (n_out <= 2) in host-mapped memory. Calls
+// launch_kernel(fold), which launches the pass on space, and blocks until out
+// holds the result.
+template <class Acc, class Launch>
+void run_folded(const Kokkos::Cuda& space, int blocks, Acc* out, std::size_t n_out, const Launch& launch_kernel,
+                const char* what) {
+  static_assert(2 * sizeof(Acc) <= HostResult::kBytes, "result slot");
+  pipeline::Workspace<Kokkos::CudaSpace>::Lease ws;
+  const auto parts =
+      ws.get<Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks + 1, "ksz::metrics::parts");
+  const HostResult slot;
+  const Fold<Acc> fold{parts.data(), reinterpret_cast<unsigned*>(parts.data() + blocks), slot.device<Acc>()};
+  check(cudaMemsetAsync(fold.done, 0, sizeof(unsigned), space.cuda_stream()), what);
+  launch_kernel(fold);
+  check(cudaGetLastError(), what);
+  check(cudaStreamSynchronize(space.cuda_stream()), what);
+  for (std::size_t k = 0; k < n_out; ++k) out[k] = slot.host<Acc>()[k];
+}
+
+// Runs kernel over `tiles` tiles with at most the resident blocks, then one
+// block folds the partials into the host-mapped result slot. Blocks until out
+// holds the result.
 template <class Acc, class Kernel, class F, class A>
 void launch_reduce(const Kokkos::Cuda& space, Kernel kernel, std::size_t shared, std::uint64_t tiles, const F& f,
                    const A& g, Acc& out, const char* what) {
-  int dev = 0, sms = 0, per_sm = 0;
-  check(cudaGetDevice(&dev), "cudaGetDevice");
-  check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "SM count");
-  if (shared > 48 * 1024)
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)), "smem attr");
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared), "occupancy");
-  const std::uint64_t resident = std::uint64_t(sms > 0 ? sms : 1) * std::uint64_t(per_sm > 0 ? per_sm : 1);
+  static_assert(sizeof(Acc) <= HostResult::kBytes, "result slot");
+  const std::uint64_t resident = std::uint64_t(launch::resident_blocks(kernel, kThreads, shared));
   const int blocks = static_cast<int>(tiles < resident ? tiles : resident);
   pipeline::Workspace<Kokkos::CudaSpace>::Lease ws;
-  auto parts = ws.get<Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks + 1, "ksz::metrics::parts");
-  Acc* d_out = parts.data() + blocks;
+  const auto parts = ws.get<Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks, "ksz::metrics::parts");
+  const HostResult slot;
   kernel<<<blocks, kThreads, shared, space.cuda_stream()>>>(f, g, parts.data());
   check(cudaGetLastError(), what);
-  combine_kernel<Acc><<<1, kThreads, 0, space.cuda_stream()>>>(parts.data(), blocks, d_out);
+  combine_kernel<Acc><<<1, kThreads, 0, space.cuda_stream()>>>(parts.data(), blocks, slot.device<Acc>());
   check(cudaGetLastError(), "combine_kernel");
-  check(cudaMemcpyAsync(&out, d_out, sizeof(Acc), cudaMemcpyDeviceToHost, space.cuda_stream()), what);
   check(cudaStreamSynchronize(space.cuda_stream()), what);
+  out = slot.host<Acc>()[0];
 }
 
 // PDF pass: the block's 2 * bins counts in shared memory. Each thread keeps
@@ -1153,24 +1165,17 @@ bool pattern1(const Kokkos::Cuda& space, const MetricsFields<T>& f, const T* shi
     const int most = resident_blocks<pattern1_kernel<T>>();
     blocks = static_cast<int>(want < std::uint64_t(most) ? want : most);
   }
-  // The partials, then one more P1Acc whose first word is the block count.
-  pipeline::Workspace<Kokkos::CudaSpace>::Lease ws;
-  const auto parts =
-      ws.get<P1Acc>(pipeline::Workspace<Kokkos::CudaSpace>::kMetrics, blocks + 1, "ksz::metrics::parts");
-  static_assert(2 * sizeof(P1Acc) <= HostResult::kBytes, "result slot");
-  const HostResult slot;
-  const Fold fold{parts.data(), reinterpret_cast<unsigned*>(parts.data() + blocks), slot.device<P1Acc>()};
-  check(cudaMemsetAsync(fold.done, 0, sizeof(unsigned), space.cuda_stream()), "pattern1 count");
-  if (f32) {
-    if constexpr (std::is_same<T, float>::value)
-      pattern1_f32_kernel<<<blocks, kThreads, 0, space.cuda_stream()>>>(g, fold);
-  } else {
-    pattern1_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(g, fold);
-  }
-  check(cudaGetLastError(), "pattern1_kernel");
-  check(cudaStreamSynchronize(space.cuda_stream()), "pattern1 sync");
-  out = slot.host<P1Acc>()[0];
-  shift = slot.host<P1Acc>()[1].sa;
+  P1Acc back[2];  // the result, then the shift the pass used in back[1].sa
+  run_folded<P1Acc>(space, blocks, back, 2, [&](const Fold<P1Acc>& fold) {
+    if (f32) {
+      if constexpr (std::is_same<T, float>::value)
+        pattern1_f32_kernel<<<blocks, kThreads, 0, space.cuda_stream()>>>(g, fold);
+    } else {
+      pattern1_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(g, fold);
+    }
+  }, "pattern1_kernel");
+  out = back[0];
+  shift = back[1].sa;
   return true;
 }
 

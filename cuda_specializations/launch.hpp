@@ -1,0 +1,57 @@
+// Launch helpers shared by the CUDA specializations: the device's SM count,
+// how many blocks of a kernel fit on the device at once (grid-stride kernels
+// launch no more), and the "last block to finish" test that lets a kernel fold
+// its own per-block partials instead of a second kernel doing it. Include only
+// from CUDA translation units.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "src/core/error.hpp"
+
+namespace ksz::cuda_spec::launch {
+
+inline void check(cudaError_t e, const char* what) {
+  KSZ_EXPECTS(e == cudaSuccess, "CUDA error in ", what, ": ", cudaGetErrorString(e));
+}
+
+// Multiprocessors of the current device (read once).
+inline int sm_count() {
+  static const int count = [] {
+    int dev = 0, c = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, dev), "SM count");
+    return c > 0 ? c : 1;
+  }();
+  return count;
+}
+
+// Blocks of `threads` threads and `shared` bytes of dynamic shared memory that
+// are resident at once on the device (at least one); allows the kernel more
+// than 48 KiB of dynamic shared memory when it asks for it.
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads, std::size_t shared) {
+  if (shared > 48 * 1024)
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)), "smem attr");
+  int per_sm = 0;
+  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared), "occupancy");
+  return sm_count() * (per_sm > 0 ? per_sm : 1);
+}
+
+// Called by every thread of every block after thread 0 stored the block's
+// partial: true in the block that finishes last (*done counts blocks and must
+// be zero at launch), whose threads then see every block's partial through
+// L2 (__ldcg). A block-collective.
+__device__ __forceinline__ bool last_block_done(unsigned* done) {
+  __shared__ bool last;
+  if (threadIdx.x == 0) {
+    __threadfence();  // the partial is visible before the count says so
+    last = atomicAdd(done, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
+}  // namespace ksz::cuda_spec::launch
