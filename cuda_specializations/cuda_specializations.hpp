@@ -181,6 +181,34 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
                 const T* medians, const SzxOffsets* offs, const std::uint8_t* lead, const std::uint8_t* mid,
                 std::uint64_t mid_size, const T* verb, T* out);
 
+// One pass for block sizes 128 * C (C = 1, 2, 4 for float, 1, 2 for double):
+// plan, offsets and encode in one kernel (decoupled look-back over groups of
+// blocks), the input read once. Writes kinds, medians, the leading codes
+// (lead: room for every block coded, nb * block / 4 bytes), the mid-bytes
+// from the start of payload and the verbatim values from its end backwards,
+// block by block (the last verbatim block first); totals as in szx_plan.
+// fits is false when mid-bytes and verbatim values did not both fit in
+// payload_bytes (never when payload_bytes >= n * sizeof(T)); the caller then
+// takes the two-pass path.
+// state: device memory of szx_onepass_state_bytes (0: the case is not
+// handled), the groups' look-back states (zeroed here).
+template <class T>
+std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block);
+template <class T>
+bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block, double bound,
+                          std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
+                          std::uint64_t payload_bytes, void* state, std::size_t state_bytes, SzxOffsets& totals,
+                          bool& fits);
+// Decompression in one kernel: offsets by look-back, every read bounded by
+// its segment's size. The caller checks what the stream claims against
+// totals (lead bytes, mid-bytes, verbatim values the kinds and codes imply)
+// and the two flags before using out.
+template <class T>
+bool szx_decode_onepass(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
+                        const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
+                        std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
+                        std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes);
+
 #endif  // KSZ_HAVE_CUDA
 
 }  // namespace ksz::cuda_spec

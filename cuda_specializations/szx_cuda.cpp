@@ -7,8 +7,11 @@
 
 #include <cub/cub.cuh>
 #include <cstdint>
+#include <limits>
 
 #include "cuda_specializations/cuda_specializations.hpp"
+#include "cuda_specializations/host_result.hpp"
+#include "cuda_specializations/launch.hpp"
 #include "cuda_specializations/warp.hpp"
 #include "portable/predict/szx/szx.hpp"
 #include "src/core/error.hpp"
@@ -20,9 +23,7 @@ constexpr int kThreads = 256;  // 8 warps, 8 blocks of SZx per CUDA block
 constexpr int kWarps = kThreads / 32;
 constexpr std::uint32_t kChunk = 128;  // values a warp handles per step (4 per lane)
 
-void check(cudaError_t e, const char* what) {
-  KSZ_EXPECTS(e == cudaSuccess, "CUDA error in ", what, ": ", cudaGetErrorString(e));
-}
+using launch::check;
 
 unsigned grid_of(std::uint64_t nb) { return static_cast<unsigned>((nb + kWarps - 1) / kWarps); }
 
@@ -407,6 +408,641 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// ---- One pass (szx_compress_onepass / szx_decode_onepass): block sizes
+// 128 * C. A CUDA block takes a group of SZx blocks from a ticket (kWarps
+// warps, NB consecutive blocks a warp, 4096 values for float), with the
+// codes kept in registers from the first read to the last write. The
+// group's counts are published as soon as they are known and its place in the
+// output comes from decoupled look-back over the groups before it, so there
+// is no scan kernel, no second read of the input and no host round trip
+// between plan and encode. The group's mid-bytes are staged in shared memory
+// before the look-back (their order within the group does not depend on it),
+// which gives the groups before it time to finish theirs.
+namespace onepass {
+
+constexpr unsigned long long kAggregate = 1ull << 62, kInclusive = 2ull << 62, kValue = (1ull << 62) - 1;
+// Block counts in one state word: coded blocks << 31 | verbatim blocks.
+constexpr int kCountShift = 31;
+constexpr unsigned long long kCountMask = (1ull << kCountShift) - 1;
+constexpr std::uint64_t kMaxBlocks = std::uint64_t(1) << 30;  // keeps the packed sums in their fields
+
+// Device scratch after the two state arrays: the ticket, then Result.
+struct Result {
+  unsigned long long lead, mid, verb;  // totals: bytes, bytes, values
+  unsigned long long status;           // kBad* bits
+};
+constexpr unsigned long long kBadKind = 1, kBadCode = 2, kOverflow = 4;
+
+__device__ __forceinline__ unsigned long long load_state(const unsigned long long* p) {
+  return *reinterpret_cast<const volatile unsigned long long*>(p);
+}
+__device__ __forceinline__ void store_state(unsigned long long* p, unsigned long long v) {
+  *reinterpret_cast<volatile unsigned long long*>(p) = v;
+}
+
+// Warp-collective: the sum of the values the groups before g published
+// (aggregates are added and the look-back goes on; an inclusive prefix ends it).
+__device__ __forceinline__ std::uint64_t look_back(const unsigned long long* state, std::uint64_t g) {
+  const int lane = threadIdx.x & 31;
+  std::uint64_t prefix = 0;
+  for (std::int64_t p = static_cast<std::int64_t>(g) - 1;; p -= 32) {
+    const std::int64_t at = p - lane;
+    unsigned long long v = at >= 0 ? load_state(state + at) : kInclusive;  // before group 0: nothing
+    while (__any_sync(warp::kFull, v == 0))
+      if (v == 0) v = load_state(state + at);
+    const unsigned incl = __ballot_sync(warp::kFull, (v & ~kValue) == kInclusive);
+    const int stop = incl ? __ffs(incl) - 1 : 31;
+    prefix += warp::reduce_add(lane <= stop ? static_cast<std::uint64_t>(v & kValue) : std::uint64_t(0));
+    if (incl) return prefix;
+  }
+}
+
+// Warp 0, lane t holds block t of the group (lanes past the group 0).
+// publish: the group's sum goes out at once (inclusive for group 0);
+// resolve: the look-back, then the inclusive prefix.
+struct GroupScan {
+  std::uint64_t excl, sum;  // within the group
+};
+__device__ __forceinline__ GroupScan publish(unsigned long long* state, std::uint64_t g, std::uint64_t mine) {
+  const std::uint64_t incl = warp::scan_inclusive(mine);
+  const std::uint64_t sum = __shfl_sync(warp::kFull, incl, 31);
+  if ((threadIdx.x & 31) == 0) store_state(state + g, (g == 0 ? kInclusive : kAggregate) | sum);
+  return GroupScan{incl - mine, sum};
+}
+__device__ __forceinline__ std::uint64_t resolve(unsigned long long* state, std::uint64_t g, std::uint64_t sum) {
+  const std::uint64_t before = g == 0 ? 0 : look_back(state, g);
+  if ((threadIdx.x & 31) == 0 && g != 0) store_state(state + g, kInclusive | (before + sum));
+  return before;
+}
+
+__device__ __forceinline__ std::uint64_t counts_of(std::uint8_t kind) {
+  return szx::is_coded(kind) ? (1ull << kCountShift) : kind == szx::kVerbatim ? 1ull : 0ull;
+}
+
+template <class U>
+__device__ __forceinline__ U bswap(U x);
+template <>
+__device__ __forceinline__ std::uint32_t bswap(std::uint32_t x) {
+  return __byte_perm(x, 0, 0x0123);
+}
+template <>
+__device__ __forceinline__ std::uint64_t bswap(std::uint64_t x) {
+  const std::uint32_t lo = static_cast<std::uint32_t>(x), hi = static_cast<std::uint32_t>(x >> 32);
+  return (static_cast<std::uint64_t>(__byte_perm(lo, 0, 0x0123)) << 32) | __byte_perm(hi, 0, 0x0123);
+}
+__device__ __forceinline__ int clz(std::uint32_t x) { return __clz(static_cast<int>(x)); }
+__device__ __forceinline__ int clz(std::uint64_t x) { return __clzll(static_cast<long long>(x)); }
+__device__ __forceinline__ void or_to(std::uint32_t* p, std::uint32_t v) { atomicOr(p, v); }
+__device__ __forceinline__ void or_to(std::uint64_t* p, std::uint64_t v) {
+  atomicOr(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
+
+// Min and max of each of a warp's NB blocks, reduce-scattered: lane l ends
+// with block home(l)'s (6 shuffles a quantity for NB = 4 instead of 20), so
+// the lanes then work out the NB block heads at once.
+template <int NB>
+__device__ __forceinline__ int home_block(int lane) {
+  return NB == 4 ? ((lane >> 4) & 1) * 2 + ((lane >> 3) & 1) : NB == 2 ? (lane >> 4) & 1 : 0;
+}
+template <int NB>
+__device__ __forceinline__ int home_lane(int j) {
+  return NB == 4 ? (j >> 1) * 16 + (j & 1) * 8 : NB == 2 ? j * 16 : 0;
+}
+template <int NB, class T, class Op>
+__device__ __forceinline__ T reduce_scatter(const T (&x)[NB], Op op) {
+  const int lane = threadIdx.x & 31;
+  T k;
+  int first;  // the first xor distance still to do
+  if constexpr (NB == 4) {
+    const bool hi = lane & 16, h8 = lane & 8;
+    T k0 = hi ? x[2] : x[0], k1 = hi ? x[3] : x[1];
+    const T s0 = hi ? x[0] : x[2], s1 = hi ? x[1] : x[3];
+    k0 = op(k0, __shfl_xor_sync(warp::kFull, s0, 16));
+    k1 = op(k1, __shfl_xor_sync(warp::kFull, s1, 16));
+    k = h8 ? k1 : k0;
+    k = op(k, __shfl_xor_sync(warp::kFull, h8 ? k0 : k1, 8));
+    first = 4;
+  } else if constexpr (NB == 2) {
+    const bool hi = lane & 16;
+    k = hi ? x[1] : x[0];
+    k = op(k, __shfl_xor_sync(warp::kFull, hi ? x[0] : x[1], 16));
+    first = 8;
+  } else {
+    k = x[0];
+    first = 16;
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    if (o <= first) k = op(k, __shfl_xor_sync(warp::kFull, k, o));
+  return k;
+}
+struct MinOp {
+  template <class T>
+  __device__ T operator()(T a, T b) const { return b < a ? b : a; }
+};
+struct MaxOp {
+  template <class T>
+  __device__ T operator()(T a, T b) const { return b > a ? b : a; }
+};
+
+// The shape of a group: C chunks of 128 values a block, NB blocks a warp.
+template <class T, int C, int NB>
+struct Shape {
+  using U = typename szx::Bits<T>::U;
+  static constexpr int S = sizeof(U), kBits = 8 * S;
+  static constexpr int R = C * NB;  // chunks a warp holds (4 values a lane each)
+  static constexpr std::uint32_t kBlock = kChunk * C, kLeadPerBlock = kBlock / 4;
+  static constexpr int kBlocks = kWarps * NB;  // a group's blocks, at most 32 (one lane of warp 0 each)
+  static constexpr int kStage = kWarps * R * int(kChunk) + 16 / S;  // a group's mid-bytes (<= its input) in U words, + 16 B
+  static_assert(kBlocks <= 32, "a lane per block");
+};
+
+template <class T, int NBLK>
+struct Shared {
+  std::uint8_t kind[NBLK];
+  T med[NBLK];
+  std::uint32_t mid[NBLK];
+  std::uint64_t coded[NBLK], verb[NBLK], mid_off[NBLK];  // within the group, then (decompression) absolute
+  std::uint64_t g, coded_before, verb_before, mid_before, mid_total;
+};
+
+// Totals, written by the last group.
+template <class SH, class Sh>
+__device__ __forceinline__ void put_totals(Result* r, const Sh& sh, std::uint64_t n, std::uint64_t nb, std::uint64_t g,
+                                           std::uint64_t counts, std::uint64_t mid) {
+  const std::uint64_t last = nb - 1 - g * SH::kBlocks;
+  const std::uint8_t lk = sh.kind[last];
+  const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
+  r->lead = (counts >> kCountShift) * SH::kLeadPerBlock -
+            (szx::is_coded(lk) ? SH::kLeadPerBlock - (llen + 3) / 4 : 0);
+  r->verb = (counts & kCountMask) * SH::kBlock - (lk == szx::kVerbatim ? SH::kBlock - llen : 0);
+  r->mid = mid;
+}
+
+// Four groups an SM (64 registers) hide the look-back's latency better than
+// three with no register limit.
+constexpr int kOnePassBlocksPerSm = 4;
+
+template <class T, int C, int NB>
+__global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
+    compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double e,
+                    T ef, std::uint8_t* __restrict__ kinds, T* __restrict__ medians, std::uint8_t* __restrict__ lead,
+                    std::uint8_t* __restrict__ payload, std::uint64_t cap, unsigned long long* __restrict__ state) {
+  using SH = Shape<T, C, NB>;
+  using U = typename SH::U;
+  constexpr int S = SH::S, kBits = SH::kBits, R = SH::R;
+  constexpr std::uint32_t kBlock = SH::kBlock;
+  __shared__ __align__(16) U stage[SH::kStage];
+  __shared__ Shared<T, SH::kBlocks> sh;
+  unsigned long long* const ticket = state + 2 * ngroups;
+  auto* const result = reinterpret_cast<Result*>(ticket + 1);
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
+  for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
+    reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
+  if (threadIdx.x == 0) sh.g = atomicAdd(ticket, 1ull);
+  __syncthreads();
+  const std::uint64_t g = sh.g;
+  const std::uint64_t b0 = g * SH::kBlocks + std::uint64_t(w) * NB;  // this warp's first block
+
+  // Read once (every chunk's loads in flight together).
+  T v[R][4];
+  int valid[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const std::uint64_t b = b0 + r / C;
+    const std::uint32_t len = b < nb ? szx::block_len(b, n, kBlock) : 0;
+    const std::uint32_t i0 = (r % C) * kChunk + 4 * lane;
+    valid[r] = valid_of(i0, len);
+    load4(in + b * kBlock + i0, valid[r], v[r]);
+  }
+  U code[R][4];
+  std::uint32_t acc[R];  // leading codes, 2 bits a value (the lead byte)
+  int cnt[R];            // mid-bytes of the lane's 4 values
+  std::uint8_t kind_of[NB];
+  // Min, max and the finite test (v * 0 + f stays 0 unless v is NaN or
+  // infinite), then every block's head at once (a lane per block, see
+  // reduce_scatter).
+  T bmn[NB], bmx[NB];
+  bool finite[NB];
+#pragma unroll
+  for (int j = 0; j < NB; ++j) {
+    T mn = szx::from_bits<T>(szx::to_bits(std::numeric_limits<T>::infinity())), mx = -mn, fin = T(0);
+#pragma unroll
+    for (int r = j * C; r < j * C + C; ++r)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (q < valid[r]) {
+          if constexpr (sizeof(T) == 4) fin = __fmaf_rn(v[r][q], 0.f, fin);
+          else fin = __fma_rn(v[r][q], 0.0, fin);
+          mn = v[r][q] < mn ? v[r][q] : mn;
+          mx = v[r][q] > mx ? v[r][q] : mx;
+        }
+    bmn[j] = mn, bmx[j] = mx;
+    finite[j] = __all_sync(warp::kFull, fin == T(0));
+  }
+  const szx::BlockHead<T> head = szx::block_head<T>(reduce_scatter<NB>(bmn, MinOp{}), reduce_scatter<NB>(bmx, MaxOp{}), e);
+#pragma unroll
+  for (int j = 0; j < NB; ++j) {
+    const std::uint64_t b = b0 + j;
+    const int from = home_lane<NB>(j);
+    szx::BlockHead<T> hd;
+    hd.median = __shfl_sync(warp::kFull, head.median, from);
+    hd.constant = __shfl_sync(warp::kFull, static_cast<int>(head.constant), from) != 0;
+    hd.len_bits = __shfl_sync(warp::kFull, head.len_bits, from);
+    std::uint8_t kind = szx::kVerbatim;
+    T med = T(0);
+    std::uint32_t block_mid = 0;
+    if (b >= nb) {
+      kind = szx::kConstant;  // past the end: adds nothing
+    } else if (finite[j]) {
+      if (hd.constant) {
+        kind = szx::kConstant;
+        med = hd.median;
+      } else {
+        const int nbytes = szx::bytes_of(hd.len_bits), shift = szx::Bits<T>::kTotal - hd.len_bits;
+        const T m = hd.median;
+        bool ok = true;
+#pragma unroll
+        for (int r = j * C; r < j * C + C; ++r)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            code[r][q] = szx::code_of<T>(v[r][q], m, shift);
+            const T d = v[r][q] - szx::value_of<T>(code[r][q], m, shift);
+            ok = ok && (q >= valid[r] || (d < 0 ? -d : d) <= ef);
+          }
+        if (!__all_sync(warp::kFull, ok)) {  // the exact test (szx::within) where the fast one fails
+          ok = true;
+#pragma unroll
+          for (int r = j * C; r < j * C + C; ++r)
+#pragma unroll
+            for (int q = 0; q < 4; ++q)
+              ok = ok && (q >= valid[r] ||
+                          szx::within(static_cast<double>(v[r][q]),
+                                      static_cast<double>(szx::value_of<T>(code[r][q], m, shift)), e));
+        }
+        if (__all_sync(warp::kFull, ok)) {
+          kind = static_cast<std::uint8_t>(hd.len_bits);
+          med = m;
+          // Leading bytes (szx::leading_bytes: clz of the xor, at most min(nbytes, 3)).
+          const int base = kBits - 8 * nbytes, capb = nbytes < 3 ? nbytes : 3;
+          U carry = 0;
+#pragma unroll
+          for (int r = j * C; r < j * C + C; ++r) {
+            const U up = __shfl_up_sync(warp::kFull, code[r][3], 1);
+            U prev = lane == 0 ? carry : up;
+            acc[r] = 0;
+            cnt[r] = 0;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const int l0 = (clz(static_cast<U>(code[r][q] ^ prev)) - base) >> 3;
+              const int l = l0 < capb ? l0 : capb;
+              if (q < valid[r]) {
+                acc[r] |= static_cast<std::uint32_t>(l) << (6 - 2 * q);
+                cnt[r] += nbytes - l;
+              }
+              prev = code[r][q];
+            }
+            carry = __shfl_sync(warp::kFull, code[r][3], 31);
+            block_mid += static_cast<std::uint32_t>(cnt[r]);
+          }
+          block_mid = warp::reduce_add(block_mid);
+        }
+      }
+    }
+    kind_of[j] = kind;
+    if (lane == 0) {
+      sh.kind[w * NB + j] = kind;
+      sh.med[w * NB + j] = med;
+      sh.mid[w * NB + j] = block_mid;
+    }
+  }
+  __syncthreads();
+  GroupScan cs{}, ms{};
+  if (w == 0) {
+    const bool mine = lane < SH::kBlocks;
+    cs = publish(state + ngroups, g, counts_of(mine ? sh.kind[lane] : szx::kConstant));
+    ms = publish(state, g, mine ? sh.mid[lane] : 0);
+    if (mine) {
+      sh.coded[lane] = cs.excl >> kCountShift;
+      sh.verb[lane] = cs.excl & kCountMask;
+      sh.mid_off[lane] = ms.excl;
+    }
+    if (lane == 0) sh.mid_total = ms.sum;
+  }
+  __syncthreads();
+  // Stage the group's mid-bytes: each value's, most significant first, ORed
+  // into little-endian words at its byte (so byte-swapped).
+#pragma unroll
+  for (int j = 0; j < NB; ++j) {
+    const std::uint8_t kind = kind_of[j];
+    if (!szx::is_coded(kind)) continue;
+    const int nbytes = szx::bytes_of(kind);
+    int p0 = static_cast<int>(sh.mid_off[w * NB + j]);
+#pragma unroll
+    for (int r = j * C; r < j * C + C; ++r) {
+      const int incl = warp::scan_inclusive(cnt[r]);
+      int p = p0 + incl - cnt[r];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int l = (acc[r] >> (6 - 2 * q)) & 3;
+        const int m = q < valid[r] ? nbytes - l : 0;
+        if (m > 0) {
+          const U y = bswap<U>(static_cast<U>(code[r][q] << (kBits - 8 * m)));
+          const int o = p & (S - 1);
+          U* const at = stage + p / S;
+          or_to(at, static_cast<U>(y << (8 * o)));
+          if (o + m > S) or_to(at + 1, static_cast<U>(y >> (kBits - 8 * o)));
+          p += m;
+        }
+      }
+      p0 += __shfl_sync(warp::kFull, incl, 31);
+    }
+  }
+  if (w == 0) {
+    const std::uint64_t cb = resolve(state + ngroups, g, cs.sum);
+    const std::uint64_t mb = resolve(state, g, ms.sum);
+    if (lane == 0) {
+      sh.coded_before = cb >> kCountShift;
+      sh.verb_before = cb & kCountMask;
+      sh.mid_before = mb;
+      if (g + 1 == ngroups) put_totals<SH>(result, sh, n, nb, g, cb + cs.sum, mb + ms.sum);
+    }
+  }
+  __syncthreads();
+  // Kinds and medians: a thread per block.
+  if (threadIdx.x < SH::kBlocks) {
+    const std::uint64_t b = g * SH::kBlocks + threadIdx.x;
+    if (b < nb) {
+      kinds[b] = sh.kind[threadIdx.x];
+      medians[b] = sh.med[threadIdx.x];
+    }
+  }
+  // Leading codes and verbatim blocks: the warp's own.
+#pragma unroll
+  for (int j = 0; j < NB; ++j) {
+    const std::uint8_t kind = kind_of[j];
+    const int t = w * NB + j;
+    if (szx::is_coded(kind)) {
+      std::uint8_t* const lp = lead + (sh.coded_before + sh.coded[t]) * SH::kLeadPerBlock;
+#pragma unroll
+      for (int r = j * C; r < j * C + C; ++r)
+        if (valid[r] > 0) lp[(r % C) * 32 + lane] = static_cast<std::uint8_t>(acc[r]);
+    } else if (kind == szx::kVerbatim) {
+      // From the end of the payload backwards, block by block; the values
+      // read again (verbatim blocks are rare).
+      const std::uint64_t b = b0 + j;
+      const std::uint32_t len = szx::block_len(b, n, kBlock);
+      const std::uint64_t capv = cap / sizeof(T), end = (sh.verb_before + sh.verb[t]) * kBlock + len;
+      if (end > capv) {
+        if (lane == 0) atomicOr(&result->status, kOverflow);
+        continue;
+      }
+      T* const dst = reinterpret_cast<T*>(payload) + (capv - end);
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        T x[4];
+        load4(in + b * kBlock + c * kChunk + 4 * lane, valid[j * C + c], x);
+        store4(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
+      }
+    }
+  }
+  // The staged mid-bytes, shifted to the output's word alignment: output
+  // word k holds staged bytes [k S - s0, k S - s0 + S).
+  const std::uint64_t mo = sh.mid_before, total = sh.mid_total;
+  if (total == 0) return;
+  if (mo + total > cap) {
+    if (threadIdx.x == 0) atomicOr(&result->status, kOverflow);
+    return;
+  }
+  const int s0 = static_cast<int>(mo & (S - 1));
+  U* const a = reinterpret_cast<U*>(payload + (mo - s0));
+  const int words = static_cast<int>((s0 + total + S - 1) / S);
+  for (int k = threadIdx.x; k < words; k += kThreads) {
+    const U hi = stage[k], lo = k > 0 ? stage[k - 1] : U(0);
+    const U x = s0 ? static_cast<U>((lo >> (8 * (S - s0))) | (hi << (8 * s0))) : hi;
+    if (k * S >= s0 && std::uint64_t(k * S + S) <= s0 + total) {
+      a[k] = x;
+    } else {  // a word shared with the neighbouring group: its bytes only
+      std::uint8_t* const ab = reinterpret_cast<std::uint8_t*>(a + k);
+#pragma unroll
+      for (int i = 0; i < S; ++i)
+        if (k * S + i >= s0 && std::uint64_t(k * S + i) < s0 + total) ab[i] = static_cast<std::uint8_t>(x >> (8 * i));
+    }
+  }
+}
+
+template <class T, int C, int NB>
+__global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
+    decode_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
+                  const T* __restrict__ medians, const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
+                  const std::uint8_t* __restrict__ mid, std::uint64_t mid_size, const T* __restrict__ verb,
+                  std::uint64_t verb_size, T* __restrict__ out, unsigned long long* __restrict__ state) {
+  using SH = Shape<T, C, NB>;
+  using U = typename SH::U;
+  constexpr int S = SH::S, kBits = SH::kBits, R = SH::R;
+  constexpr std::uint32_t kBlock = SH::kBlock;
+  __shared__ U stage[SH::kStage];
+  __shared__ Shared<T, SH::kBlocks> sh;
+  unsigned long long* const ticket = state + 2 * ngroups;
+  auto* const result = reinterpret_cast<Result*>(ticket + 1);
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) sh.g = atomicAdd(ticket, 1ull);
+  __syncthreads();
+  const std::uint64_t g = sh.g;
+  std::uint64_t counts_total = 0;
+  // Kinds and medians (a lane of warp 0 per block), then block offsets.
+  if (w == 0) {
+    const std::uint64_t b = g * SH::kBlocks + lane;
+    const bool mine = lane < SH::kBlocks && b < nb;
+    std::uint8_t k = mine ? kinds[b] : szx::kConstant;
+    const T med = mine ? medians[b] : T(0);
+    if (!(k == szx::kConstant || k == szx::kVerbatim || (k >= szx::Bits<T>::kSignExp && k <= szx::Bits<T>::kTotal))) {
+      atomicOr(&result->status, kBadKind);
+      k = szx::kConstant;
+    }
+    const GroupScan cs = publish(state + ngroups, g, counts_of(k));
+    const std::uint64_t cb = resolve(state + ngroups, g, cs.sum);
+    counts_total = cb + cs.sum;
+    if (lane < SH::kBlocks) {
+      sh.kind[lane] = k;
+      sh.med[lane] = med;
+      sh.coded[lane] = (cb + cs.excl) >> kCountShift;
+      sh.verb[lane] = (cb + cs.excl) & kCountMask;
+    }
+  }
+  __syncthreads();
+  // Leading codes and each block's mid-byte count.
+  const std::uint64_t b0 = g * SH::kBlocks + std::uint64_t(w) * NB;
+  std::uint32_t acc[R];
+  int cnt[R], valid[R];
+  bool bad = false;
+#pragma unroll
+  for (int j = 0; j < NB; ++j) {
+    const int t = w * NB + j;
+    const std::uint64_t b = b0 + j;
+    const std::uint32_t len = b < nb ? szx::block_len(b, n, kBlock) : 0;
+    const std::uint8_t kind = sh.kind[t];
+    const bool coded = szx::is_coded(kind);
+    const int nbytes = coded ? szx::bytes_of(kind) : 0;
+    std::uint32_t block_mid = 0;
+#pragma unroll
+    for (int r = j * C; r < j * C + C; ++r) {
+      valid[r] = valid_of((r % C) * kChunk + 4 * lane, len);
+      const std::uint64_t at = sh.coded[t] * SH::kLeadPerBlock + (r % C) * 32 + lane;
+      acc[r] = coded && valid[r] > 0 && at < lead_size ? lead[at] : 0u;
+      cnt[r] = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int l = (acc[r] >> (6 - 2 * q)) & 3;
+        if (coded && q < valid[r]) {
+          bad = bad || l > nbytes;
+          cnt[r] += l <= nbytes ? nbytes - l : 0;
+        }
+      }
+      block_mid += static_cast<std::uint32_t>(cnt[r]);
+    }
+    if (coded) block_mid = warp::reduce_add(block_mid);
+    if (lane == 0) sh.mid[t] = block_mid;
+  }
+  if (__any_sync(warp::kFull, bad) && lane == 0) atomicOr(&result->status, kBadCode);
+  __syncthreads();
+  if (w == 0) {
+    const std::uint64_t mine = lane < SH::kBlocks ? sh.mid[lane] : 0;
+    const GroupScan ms = publish(state, g, mine);
+    const std::uint64_t mb = resolve(state, g, ms.sum);
+    if (lane < SH::kBlocks) sh.mid_off[lane] = ms.excl;
+    if (lane == 0) {
+      sh.mid_before = mb;
+      sh.mid_total = ms.sum;
+      if (g + 1 == ngroups) put_totals<SH>(result, sh, n, nb, g, counts_total, mb + ms.sum);
+    }
+  }
+  __syncthreads();
+  // The group's mid-bytes into shared memory, aligned words as stored.
+  const std::uint64_t mo = sh.mid_before, total = sh.mid_total;
+  const int s0 = static_cast<int>(mo & (S - 1));
+  {
+    const std::uint64_t a = mo - s0;
+    const int words = static_cast<int>((s0 + total + S - 1) / S);
+    for (int k = threadIdx.x; k < words; k += kThreads) {
+      if (a + std::uint64_t(S) * k + S <= mid_size) {
+        stage[k] = reinterpret_cast<const U*>(mid + a)[k];
+      } else {
+        U x = 0;
+        for (int i = S - 1; i >= 0; --i) {
+          const std::uint64_t at = a + std::uint64_t(S) * k + i;
+          x = (x << 8) | (at < mid_size ? mid[at] : 0u);
+        }
+        stage[k] = x;
+      }
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < NB; ++j) {
+    const int t = w * NB + j;
+    const std::uint64_t b = b0 + j;
+    if (b >= nb) break;
+    const std::uint8_t kind = sh.kind[t];
+    T* const dst = out + b * kBlock;
+    if (kind == szx::kVerbatim) {
+      const std::uint32_t len = szx::block_len(b, n, kBlock);
+      const std::uint64_t vo = sh.verb[t] * kBlock;
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const std::uint32_t i0 = c * kChunk + 4 * lane;
+        const int vc = valid[j * C + c];
+        T x[4];
+        if (vo + len <= verb_size) {
+          load4(verb + vo + i0, vc, x);
+        } else {
+#pragma unroll
+          for (int q = 0; q < 4; ++q) x[q] = vo + i0 + q < verb_size ? verb[vo + i0 + q] : T(0);
+        }
+        store4(dst + i0, vc, x);
+      }
+      continue;
+    }
+    const T m = sh.med[t];
+    if (!szx::is_coded(kind)) {
+#pragma unroll
+      for (int c = 0; c < C; ++c) {
+        const T x[4] = {m, m, m, m};
+        store4(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
+      }
+      continue;
+    }
+    const int nbytes = szx::bytes_of(kind), shift = szx::Bits<T>::kTotal - kind;
+    const int nprop = nbytes < 3 ? nbytes : 3;
+    int p0 = s0 + static_cast<int>(sh.mid_off[t]);
+    U carry = 0;
+#pragma unroll
+    for (int r = j * C; r < j * C + C; ++r) {
+      const int vr = valid[r];
+      const int incl = warp::scan_inclusive(cnt[r]);
+      int p = p0 + incl - cnt[r];
+      p0 += __shfl_sync(warp::kFull, incl, 31);
+      int lb[4];
+      U x[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int l = (acc[r] >> (6 - 2 * q)) & 3;
+        lb[q] = q < vr ? (l <= nbytes ? l : nbytes) : nbytes;
+        const int mq = nbytes - lb[q];
+        const int o = p & (S - 1);
+        const U* const at = stage + p / S;
+        const U z = o ? static_cast<U>((at[0] >> (8 * o)) | (at[1] << (kBits - 8 * o))) : at[0];
+        x[q] = mq > 0 ? static_cast<U>(bswap<U>(z) >> (kBits - 8 * mq)) : U(0);
+        p += mq;
+      }
+      // The incoming code's leading bytes (index propagation, Figure 9):
+      // byte i comes from the nearest earlier value that stores it.
+      U inc = 0;
+#pragma unroll
+      for (int i = 0; i < 3; ++i) {
+        if (i >= nprop) break;
+        int src = -1;
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          if (q < vr && lb[q] <= i) src = q;
+        U own = 0;
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          if (q == src) own = (x[q] >> (8 * (nbytes - 1 - i))) & 0xff;
+        const unsigned below = __ballot_sync(warp::kFull, src >= 0) & ((1u << lane) - 1);
+        const U got = __shfl_sync(warp::kFull, own, below ? 31 - __clz(below) : 0);
+        const U byte = below ? got : static_cast<U>((carry >> (8 * (nbytes - 1 - i))) & 0xff);
+        inc |= byte << (8 * (nbytes - 1 - i));
+      }
+      U prev = inc;
+      T y[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int mq = nbytes - lb[q];
+        const U keep = 8 * mq >= kBits ? U(0) : ~((U(1) << (8 * mq)) - 1);
+        const U cq = (prev & keep) | x[q];
+        y[q] = szx::value_of<T>(cq, m, shift);
+        if (q < vr) prev = cq;
+      }
+      store4(dst + (r % C) * kChunk + 4 * lane, vr, y);
+      carry = __shfl_sync(warp::kFull, prev, 31);
+    }
+  }
+}
+
+// (C, NB) for a block size; C = 0 when the one-pass kernels do not take it.
+// A lane holds R = C * NB chunks: 4 for float, 2 for double.
+template <class T>
+void shape_of(std::uint32_t block, int& c, int& nb) {
+  const int r = sizeof(T) == 4 ? 4 : 2;
+  c = 0, nb = 0;
+  for (int k = 1; k <= r; k *= 2)
+    if (block == kChunk * std::uint32_t(k)) c = k, nb = r / k;
+}
+
+}  // namespace onepass
+
 struct AddOffsets {
   __host__ __device__ SzxOffsets operator()(const SzxOffsets& a, const SzxOffsets& b) const {
     return SzxOffsets{a.lead + b.lead, a.mid + b.mid, a.verb + b.verb};
@@ -531,6 +1167,90 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
   return true;
 }
 
+template <class T>
+std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block) {
+  int C = 0, NB = 0;
+  onepass::shape_of<T>(block, C, NB);
+  if (C == 0 || n == 0) return 0;
+  const std::uint64_t nb = (n + block - 1) / block, ngroups = (nb + kWarps * NB - 1) / (kWarps * NB);
+  return (2 * ngroups + 1) * sizeof(unsigned long long) + sizeof(onepass::Result);
+}
+
+template <class T>
+bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block, double bound,
+                          std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
+                          std::uint64_t payload_bytes, void* state, std::size_t state_bytes, SzxOffsets& totals,
+                          bool& fits) {
+  int C = 0, NB = 0;
+  onepass::shape_of<T>(block, C, NB);
+  const std::uint64_t nb = n > 0 ? (n + block - 1) / block : 0;
+  if (!handles(n, block) || C == 0 || nb >= onepass::kMaxBlocks) return false;
+  KSZ_EXPECTS(reinterpret_cast<std::uintptr_t>(payload) % 16 == 0 && payload_bytes % sizeof(T) == 0,
+              "SZx payload buffer not aligned");
+  const std::uint64_t ngroups = (nb + kWarps * NB - 1) / (kWarps * NB);
+  const cudaStream_t st = space.cuda_stream();
+  const std::size_t need = szx_onepass_state_bytes<T>(n, block);
+  KSZ_EXPECTS(state_bytes >= need && reinterpret_cast<std::uintptr_t>(state) % 8 == 0,
+              "SZx one-pass state buffer too small");
+  auto* sp = static_cast<unsigned long long*>(state);
+  check(cudaMemsetAsync(sp, 0, need, st), "szx state");
+  const T ef = szx::host::fast_bound(bound, T());
+  const unsigned grid = static_cast<unsigned>(ngroups);
+  constexpr int R = sizeof(T) == 4 ? 4 : 2;
+  switch (C) {
+    case 1: onepass::compress_kernel<T, 1, R><<<grid, kThreads, 0, st>>>(in, n, nb, ngroups, bound, ef, kinds, medians, lead, payload, payload_bytes, sp); break;
+    case 2: onepass::compress_kernel<T, 2, R / 2><<<grid, kThreads, 0, st>>>(in, n, nb, ngroups, bound, ef, kinds, medians, lead, payload, payload_bytes, sp); break;
+    default: onepass::compress_kernel<T, R, 1><<<grid, kThreads, 0, st>>>(in, n, nb, ngroups, bound, ef, kinds, medians, lead, payload, payload_bytes, sp); break;
+  }
+  check(cudaGetLastError(), "szx onepass compress_kernel");
+  const HostResult back;
+  check(cudaMemcpyAsync(back.device<onepass::Result>(), sp + 2 * ngroups + 1, sizeof(onepass::Result),
+                        cudaMemcpyDefault, st),
+        "szx totals copy");
+  check(cudaStreamSynchronize(st), "szx onepass sync");
+  const onepass::Result r = *back.host<onepass::Result>();
+  totals = SzxOffsets{r.lead, r.mid, r.verb};
+  fits = !(r.status & onepass::kOverflow) && r.mid + r.verb * sizeof(T) <= payload_bytes;
+  return true;
+}
+
+template <class T>
+bool szx_decode_onepass(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
+                        const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
+                        std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
+                        std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes) {
+  int C = 0, NB = 0;
+  onepass::shape_of<T>(block, C, NB);
+  const std::uint64_t nb = n > 0 ? (n + block - 1) / block : 0;
+  if (!handles(n, block) || C == 0 || nb >= onepass::kMaxBlocks) return false;
+  if (reinterpret_cast<std::uintptr_t>(mid) % sizeof(T) != 0) return false;  // read in words of sizeof(T)
+  const std::uint64_t ngroups = (nb + kWarps * NB - 1) / (kWarps * NB);
+  const cudaStream_t st = space.cuda_stream();
+  const std::size_t need = szx_onepass_state_bytes<T>(n, block);
+  KSZ_EXPECTS(state_bytes >= need && reinterpret_cast<std::uintptr_t>(state) % 8 == 0,
+              "SZx one-pass state buffer too small");
+  auto* sp = static_cast<unsigned long long*>(state);
+  check(cudaMemsetAsync(sp, 0, need, st), "szx state");
+  const unsigned grid = static_cast<unsigned>(ngroups);
+  constexpr int R = sizeof(T) == 4 ? 4 : 2;
+  switch (C) {
+    case 1: onepass::decode_kernel<T, 1, R><<<grid, kThreads, 0, st>>>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, sp); break;
+    case 2: onepass::decode_kernel<T, 2, R / 2><<<grid, kThreads, 0, st>>>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, sp); break;
+    default: onepass::decode_kernel<T, R, 1><<<grid, kThreads, 0, st>>>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, sp); break;
+  }
+  check(cudaGetLastError(), "szx onepass decode_kernel");
+  const HostResult back;
+  check(cudaMemcpyAsync(back.device<onepass::Result>(), sp + 2 * ngroups + 1, sizeof(onepass::Result),
+                        cudaMemcpyDefault, st),
+        "szx totals copy");
+  check(cudaStreamSynchronize(st), "szx onepass sync");
+  const onepass::Result r = *back.host<onepass::Result>();
+  totals = SzxOffsets{r.lead, r.mid, r.verb};
+  bad_kinds = (r.status & onepass::kBadKind) != 0;
+  bad_codes = (r.status & onepass::kBadCode) != 0;
+  return true;
+}
+
 #define KSZ_SZX_CUDA(T)                                                                                          \
   template bool szx_plan<T>(const Kokkos::Cuda&, const T*, std::uint64_t, std::uint32_t, double, std::uint8_t*, \
                             T*, SzxOffsets*, SzxOffsets&);                                                      \
@@ -541,7 +1261,15 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
                                       std::uint64_t&, std::uint64_t&);                                          \
   template bool szx_decode<T>(const Kokkos::Cuda&, std::uint64_t, std::uint32_t, const std::uint8_t*, const T*, \
                               const SzxOffsets*, const std::uint8_t*, const std::uint8_t*, std::uint64_t,       \
-                              const T*, T*);
+                              const T*, T*);                                                            \
+  template std::size_t szx_onepass_state_bytes<T>(std::uint64_t, std::uint32_t);                              \
+  template bool szx_compress_onepass<T>(const Kokkos::Cuda&, const T*, std::uint64_t, std::uint32_t, double,   \
+                                        std::uint8_t*, T*, std::uint8_t*, std::uint8_t*, std::uint64_t, void*,  \
+                                        std::size_t, SzxOffsets&, bool&);                                       \
+  template bool szx_decode_onepass<T>(const Kokkos::Cuda&, std::uint64_t, std::uint32_t, const std::uint8_t*,  \
+                                      const T*, const std::uint8_t*, std::uint64_t, const std::uint8_t*,        \
+                                      std::uint64_t, const T*, std::uint64_t, T*, void*, std::size_t,           \
+                                      SzxOffsets&, bool&, bool&);
 KSZ_SZX_CUDA(float)
 KSZ_SZX_CUDA(double)
 #undef KSZ_SZX_CUDA

@@ -3,6 +3,7 @@
 #include "src/pipeline/szx_pipeline.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -73,18 +74,56 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   timer.mark("value range");
 
   const std::uint64_t nb = (n + block - 1) / block;
-  Kokkos::View<std::uint8_t*, Mem> kinds(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
-  Kokkos::View<T*, Mem> medians(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
+  Kokkos::View<std::uint8_t*, Mem> kinds;
+  Kokkos::View<T*, Mem> medians;
   const szx::Layout layout = szx::choose_layout<ExecSpace>(block, nb);
   std::uint64_t lead_total = 0, verb_total = 0, mid_total = 0;
   Kokkos::View<std::uint8_t*, Mem> lead, mid;
   Kokkos::View<T*, Mem> verb;
   bool done = false;
+  // One-pass CUDA path: mid-bytes from the front of payload, verbatim values
+  // from its back (reordered on the host below).
+  Kokkos::View<T*, Mem> payload;
+  bool verb_in_tail = false;
+  typename Workspace<Mem>::Lease ws;  // payload and leading codes reused across calls
 #if defined(KSZ_HAVE_CUDA)
   // The warp-per-block specialization replaces the team layout (the thread
   // layout stays portable: KSZ_SZX_LAYOUT=thread compares the two).
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    if (layout == szx::Layout::TeamPerBlock) {
+    const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block);  // 0: not its case
+    if (layout == szx::Layout::TeamPerBlock && state_bytes > 0) {
+      const std::uint64_t capv = (n + 3) / 4 * 4;
+      payload = ws.template get<T>(Workspace<Mem>::kSzxPayload, capv, "ksz::szx::payload");
+      const Kokkos::View<std::uint8_t*, Mem> lead1 =
+          ws.template get<std::uint8_t>(Workspace<Mem>::kSzxLead, nb * ((block + 3) / 4), "ksz::szx::lead");
+      // One workspace buffer: the look-back states, then medians and kinds.
+      const std::size_t state_words = (state_bytes + 15) / 16 * 2, med_words = (nb * sizeof(T) + 15) / 16 * 2;
+      const auto state = ws.template get<unsigned long long>(Workspace<Mem>::kSzxState,
+                                                             state_words + med_words + (nb + 7) / 8, "ksz::szx::state");
+      medians = Kokkos::View<T*, Mem>(reinterpret_cast<T*>(state.data() + state_words), nb);
+      kinds = Kokkos::View<std::uint8_t*, Mem>(reinterpret_cast<std::uint8_t*>(state.data() + state_words + med_words),
+                                              nb);
+      cuda_spec::SzxOffsets tot{};
+      bool fits = false;
+      if (cuda_spec::szx_compress_onepass<T>(space, in.data(), n, block, abs_bound, kinds.data(), medians.data(),
+                                             lead1.data(), reinterpret_cast<std::uint8_t*>(payload.data()),
+                                             capv * sizeof(T), state.data(), state_bytes, tot, fits)) {
+        KSZ_EXPECTS(fits, "internal: SZx mid-bytes and verbatim values exceed the input size");
+        timer.mark("block plan+encode");
+        lead_total = tot.lead, mid_total = tot.mid, verb_total = tot.verb;
+        lead = lead1;
+        mid = Kokkos::View<std::uint8_t*, Mem>(reinterpret_cast<std::uint8_t*>(payload.data()), capv * sizeof(T));
+        verb_in_tail = true;
+        done = true;
+      } else {
+        payload = Kokkos::View<T*, Mem>();
+        kinds = Kokkos::View<std::uint8_t*, Mem>();
+        medians = Kokkos::View<T*, Mem>();
+      }
+    }
+    if (!done && layout == szx::Layout::TeamPerBlock) {
+      kinds = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
+      medians = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
       Kokkos::View<cuda_spec::SzxOffsets*, Mem> offs(
           Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::offsets")), nb + 1);
       cuda_spec::SzxOffsets tot{};
@@ -104,6 +143,10 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   }
 #endif
   if (!done) {
+    if (kinds.data() == nullptr) {
+      kinds = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
+      medians = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
+    }
     Kokkos::View<std::uint64_t*, Mem> mid_count(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);
     if (layout == szx::Layout::TeamPerBlock)
@@ -147,11 +190,31 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   const HostBytes med_h = host_bytes(medians, nb);
   const HostBytes lead_h = host_bytes(lead, lead_total);
   const HostBytes mid_h = host_bytes(mid, mid_total);
-  const HostBytes verb_h = host_bytes(verb, verb_total);
   std::uint64_t n_const = 0, n_verb = 0;
   for (std::uint64_t b = 0; b < nb; ++b) {
     n_const += kinds_h.data[b] == szx::kConstant;
     n_verb += kinds_h.data[b] == szx::kVerbatim;
+  }
+  HostBytes verb_h;
+  if (verb_in_tail) {
+    // The payload's tail holds the verbatim blocks last first: put them in
+    // block order.
+    const std::uint64_t capv = payload.extent(0);
+    const Kokkos::View<T*, Mem> tail = Kokkos::subview(payload, std::make_pair(capv - verb_total, capv));
+    const std::vector<std::uint8_t> t = impl::to_host_bytes(tail, verb_total);
+    verb_h.copy.resize(t.size());
+    std::uint64_t before = 0;  // verbatim values of earlier blocks
+    for (std::uint64_t b = 0; b < nb && before < verb_total; ++b) {
+      if (kinds_h.data[b] != szx::kVerbatim) continue;
+      const std::uint64_t len = szx::block_len(b, n, block);
+      std::memcpy(verb_h.copy.data() + before * sizeof(T), t.data() + (verb_total - before - len) * sizeof(T),
+                  len * sizeof(T));
+      before += len;
+    }
+    verb_h.data = verb_h.copy.data();
+    verb_h.size = verb_total * sizeof(T);
+  } else {
+    verb_h = host_bytes(verb, verb_total);
   }
 
   container::Header h;
@@ -224,6 +287,39 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock) {
+      // One pass: decode first (every read bounded by its segment), then the
+      // portable path's checks, in its order, on what the stream implied.
+      if (out.extent(0) != n || out.data() == nullptr)
+        out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
+      cuda_spec::SzxOffsets t1{};
+      bool bad_kind = false, bad_code = false;
+      typename Workspace<Mem>::Lease ws;
+      const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block);
+      const auto state = ws.template get<unsigned long long>(Workspace<Mem>::kSzxState, (state_bytes + 7) / 8 + 1,
+                                                             "ksz::szx::state");
+      if (state_bytes > 0 &&
+          cuda_spec::szx_decode_onepass<T>(space, n, block, kinds.data(), medians.data(), lead.data(), lead_seg.size,
+                                           mid.data(), mid_seg.size, verb.data(), verb.extent(0), out.data(),
+                                           state.data(), state_bytes, t1, bad_kind, bad_code)) {
+        KSZ_STREAM_CHECK(!bad_kind, "SZx block kind out of range");
+        KSZ_STREAM_CHECK(t1.lead == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
+                         " bytes, the block kinds say ", t1.lead);
+        KSZ_STREAM_CHECK(t1.verb * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
+                         " bytes, the block kinds say ", t1.verb * sizeof(T));
+        KSZ_STREAM_CHECK(!bad_code, "SZx leading code longer than its value");
+        KSZ_STREAM_CHECK(t1.mid == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
+                         " bytes, the leading codes say ", t1.mid);
+        timer.mark("block decode");
+        if (report) {
+          report->elements = n;
+          report->input_bytes = n * sizeof(T);
+          report->verbatim = t1.verb;
+          report->abs_bound = h.abs_bound;
+          report->value_min = h.value_min;
+          report->value_max = h.value_max;
+        }
+        return;
+      }
       Kokkos::View<cuda_spec::SzxOffsets*, Mem> offs(
           Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::offsets")), nb + 1);
       cuda_spec::SzxOffsets tot{};

@@ -34,6 +34,9 @@ class Workspace {
     kHistogram,
     kHuffTables,  // a device codebook's tables
     kMetrics,  // per-block partials of the quality engine's reductions
+    kSzxPayload,  // the one-pass SZx encoder's mid-bytes and verbatim values
+    kSzxLead,     // and its leading codes
+    kSzxState,    // the one-pass SZx kernels' look-back states
     kSlots
   };
 

@@ -90,6 +90,13 @@ void run_other_predictors() {
       {{100003}, Pattern::Fill, 1e-3, PredictorId::SZx, 1000},
       {{16, 16, 16}, Pattern::Constant, 1e-3, PredictorId::SZx, 128},  // constant blocks only
       {{200000}, Pattern::Noisy, 1e-6, PredictorId::SZx, 32},          // tight bound: verbatim blocks
+      // The one-pass kernels (blocks of 128 * C): thousands of groups of
+      // look-back, verbatim blocks from the payload's tail (the last one
+      // partial), every C.
+      {{1000003}, Pattern::Noisy, 1e-6, PredictorId::SZx, 128},
+      {{777777}, Pattern::Spiky, 1e-4, PredictorId::SZx, 256},
+      {{513, 1001}, Pattern::Smooth, 1e-3, PredictorId::SZx, 512},
+      {{96, 64, 33}, Pattern::Fill, 1e-2, PredictorId::SZx, 128},
       {{64, 48, 40}, Pattern::Smooth, 1e-3, PredictorId::Interp, 0},
       {{37, 19, 23}, Pattern::Spiky, 1e-4, PredictorId::Interp, 0},
       {{300, 201}, Pattern::Noisy, 1e-5, PredictorId::Interp, 0},
@@ -99,6 +106,7 @@ void run_other_predictors() {
     const Dims d = dims_of(c.ext);
     std::vector<T> f = make_field<T>(c.p, d, 5);
     f[f.size() / 2] = std::numeric_limits<T>::quiet_NaN();  // a verbatim element / block
+    if (c.pred == PredictorId::SZx) f.back() = std::numeric_limits<T>::infinity();  // the last block verbatim
     Options opt;
     opt.mode = ErrorMode::REL;
     opt.bound = c.bound;
