@@ -155,9 +155,12 @@ bool huffman_inflate(const Kokkos::Cuda& space, const std::uint32_t* words, std:
 // SZx (szx-ultrafast section V-B) with a warp per block: each lane owns 4
 // consecutive values per 128-value chunk (one 16-byte load, one leading-code
 // byte), min/max and the verbatim test by warp shuffles, mid-byte offsets by
-// a warp scan, and block offsets by one device scan. Same bytes as
-// szx::plan / szx::encode / szx::decode; false when the case is not handled
-// (the caller runs the portable path).
+// a warp scan. Two paths: szx_compress_onepass / szx_decode_onepass (block
+// sizes 128 * C, block offsets by decoupled look-back inside the kernel) and
+// the two-pass szx_plan / szx_encode / szx_decode_offsets / szx_decode (any
+// block size, block offsets by device scans). Same bytes as szx::plan /
+// szx::encode / szx::decode; false when the case is not handled (the caller
+// runs the next path).
 struct SzxOffsets {
   std::uint64_t lead, mid, verb;  // bytes (lead, mid) and values (verb) before a block
 };

@@ -579,9 +579,10 @@ __device__ __forceinline__ void put_totals(Result* r, const Sh& sh, std::uint64_
   r->mid = mid;
 }
 
-// Four groups an SM (64 registers) hide the look-back's latency better than
-// three with no register limit.
-constexpr int kOnePassBlocksPerSm = 4;
+// Groups resident on an SM: four (64 registers) hide the look-back's latency
+// better than three with no register limit; the decoder, which waits at more
+// barriers, takes five (48 registers).
+constexpr int kOnePassBlocksPerSm = 4, kOnePassDecodeBlocksPerSm = 5;
 
 template <class T, int C, int NB>
 __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
@@ -833,7 +834,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
 }
 
 template <class T, int C, int NB>
-__global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     decode_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
                   const T* __restrict__ medians, const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
                   const std::uint8_t* __restrict__ mid, std::uint64_t mid_size, const T* __restrict__ verb,
