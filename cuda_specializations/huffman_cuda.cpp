@@ -6,6 +6,7 @@
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "cuda_specializations/host_result.hpp"
 #include "cuda_specializations/launch.hpp"
+#include "cuda_specializations/lookback.hpp"
 #include "cuda_specializations/warp.hpp"
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/encode/huffman/huffman.hpp"
@@ -176,24 +177,12 @@ __global__ void __launch_bounds__(kEncThreads)
 // read once): blocks take chunks in order from a ticket, publish the chunk's
 // word count as soon as their block scan has it, pack the chunk in shared
 // memory, and learn where it starts by decoupled look-back over the chunks
-// before it (warp 0 reads 32 predecessors' states at a time: an aggregate
-// adds its count and the look-back goes on, an inclusive prefix ends it).
-// A state is one 64-bit word, flag and value together, so a reader sees all
-// of it or nothing. Chunks acquired earlier belong to running blocks that
-// publish without waiting: no deadlock. Same words and offsets as the
-// two-pass path.
-constexpr unsigned long long kAggregate = 1ull << 62, kInclusive = 2ull << 62, kStateValue = (1ull << 62) - 1;
+// before it (lookback.hpp, warp 0). Same words and offsets as the two-pass
+// path.
 constexpr std::uint32_t kOverflow = 1u << 30;  // the bitstream would pass the words given (a bad bound)
 // The code table is copied into shared memory (32 KiB at most, with 24 KiB of
 // staged words for an 8192-symbol chunk); larger alphabets take the two passes.
 constexpr std::uint32_t kMaxTableSymbols = 8192;
-
-__device__ __forceinline__ unsigned long long load_state(const unsigned long long* p) {
-  return *reinterpret_cast<const volatile unsigned long long*>(p);
-}
-__device__ __forceinline__ void store_state(unsigned long long* p, unsigned long long v) {
-  *reinterpret_cast<volatile unsigned long long*>(p) = v;
-}
 
 template <int SPT>
 __global__ void __launch_bounds__(kEncThreads)
@@ -229,8 +218,7 @@ __global__ void __launch_bounds__(kEncThreads)
     std::uint32_t total;
     const std::uint32_t start = block_scan(bits, total);  // chunk bits < 2^32: cs <= 8192 symbols of <= 24 bits
     const std::uint32_t nw = (total + 31) / 32;
-    if (threadIdx.x == 0)
-      store_state(state + c, (c == 0 ? kInclusive : kAggregate) | nw);  // as early as possible: successors wait on it
+    if (threadIdx.x < 32) lookback::publish_aggregate(state, c, nw);
     bad = __syncthreads_or(bad);
     if (threadIdx.x == 0 && bad) atomicOr(status, std::uint32_t(huffman::impl::kBadSymbol));
     if (run_bits)  // block-uniform
@@ -238,22 +226,8 @@ __global__ void __launch_bounds__(kEncThreads)
                           run_bits + c * (per_chunk - 1));
     pack_chunk<SPT>(stage, nw, e, start, bits);
     if (threadIdx.x < 32) {  // the look-back
-      std::uint64_t prefix = 0;
-      if (c > 0) {
-        for (std::int64_t p = static_cast<std::int64_t>(c) - 1;; p -= 32) {
-          const std::int64_t at = p - lane;
-          unsigned long long v = at >= 0 ? load_state(state + at) : kInclusive;  // before chunk 0: nothing
-          while (__any_sync(warp::kFull, v == 0))
-            if (v == 0) v = load_state(state + at);
-          const unsigned incl = __ballot_sync(warp::kFull, (v & ~kStateValue) == kInclusive);
-          const int stop = incl ? __ffs(incl) - 1 : 31;  // the nearest inclusive prefix ends the sum
-          const unsigned long long mine = lane <= stop ? (v & kStateValue) : 0ull;
-          prefix += warp::reduce_add(mine);
-          if (incl) break;
-        }
-      }
+      const std::uint64_t prefix = lookback::resolve(state, c, nw);
       if (lane == 0) {
-        store_state(state + c, kInclusive | (prefix + nw));
         offsets[c] = prefix;
         if (c + 1 == nchunks) offsets[nchunks] = prefix + nw;
         s_prefix = prefix;

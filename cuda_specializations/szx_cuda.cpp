@@ -8,10 +8,12 @@
 #include <cub/cub.cuh>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "cuda_specializations/host_result.hpp"
 #include "cuda_specializations/launch.hpp"
+#include "cuda_specializations/lookback.hpp"
 #include "cuda_specializations/warp.hpp"
 #include "portable/predict/szx/szx.hpp"
 #include "src/core/error.hpp"
@@ -420,7 +422,6 @@ __global__ void __launch_bounds__(kThreads)
 // which gives the groups before it time to finish theirs.
 namespace onepass {
 
-constexpr unsigned long long kAggregate = 1ull << 62, kInclusive = 2ull << 62, kValue = (1ull << 62) - 1;
 // Block counts in one state word: coded blocks << 31 | verbatim blocks.
 constexpr int kCountShift = 31;
 constexpr unsigned long long kCountMask = (1ull << kCountShift) - 1;
@@ -433,47 +434,19 @@ struct Result {
 };
 constexpr unsigned long long kBadKind = 1, kBadCode = 2, kOverflow = 4;
 
-__device__ __forceinline__ unsigned long long load_state(const unsigned long long* p) {
-  return *reinterpret_cast<const volatile unsigned long long*>(p);
-}
-__device__ __forceinline__ void store_state(unsigned long long* p, unsigned long long v) {
-  *reinterpret_cast<volatile unsigned long long*>(p) = v;
-}
-
-// Warp-collective: the sum of the values the groups before g published
-// (aggregates are added and the look-back goes on; an inclusive prefix ends it).
-__device__ __forceinline__ std::uint64_t look_back(const unsigned long long* state, std::uint64_t g) {
-  const int lane = threadIdx.x & 31;
-  std::uint64_t prefix = 0;
-  for (std::int64_t p = static_cast<std::int64_t>(g) - 1;; p -= 32) {
-    const std::int64_t at = p - lane;
-    unsigned long long v = at >= 0 ? load_state(state + at) : kInclusive;  // before group 0: nothing
-    while (__any_sync(warp::kFull, v == 0))
-      if (v == 0) v = load_state(state + at);
-    const unsigned incl = __ballot_sync(warp::kFull, (v & ~kValue) == kInclusive);
-    const int stop = incl ? __ffs(incl) - 1 : 31;
-    prefix += warp::reduce_add(lane <= stop ? static_cast<std::uint64_t>(v & kValue) : std::uint64_t(0));
-    if (incl) return prefix;
-  }
-}
-
-// Warp 0, lane t holds block t of the group (lanes past the group 0).
-// publish: the group's sum goes out at once (inclusive for group 0);
-// resolve: the look-back, then the inclusive prefix.
+// Warp 0, lane t holds block t of the group (lanes past the group 0): the
+// group's sum is published at once (lookback.hpp) and each lane gets its
+// block's exclusive prefix within the group.
 struct GroupScan {
   std::uint64_t excl, sum;  // within the group
 };
 __device__ __forceinline__ GroupScan publish(unsigned long long* state, std::uint64_t g, std::uint64_t mine) {
   const std::uint64_t incl = warp::scan_inclusive(mine);
   const std::uint64_t sum = __shfl_sync(warp::kFull, incl, 31);
-  if ((threadIdx.x & 31) == 0) store_state(state + g, (g == 0 ? kInclusive : kAggregate) | sum);
+  lookback::publish_aggregate(state, g, sum);
   return GroupScan{incl - mine, sum};
 }
-__device__ __forceinline__ std::uint64_t resolve(unsigned long long* state, std::uint64_t g, std::uint64_t sum) {
-  const std::uint64_t before = g == 0 ? 0 : look_back(state, g);
-  if ((threadIdx.x & 31) == 0 && g != 0) store_state(state + g, kInclusive | (before + sum));
-  return before;
-}
+using lookback::resolve;
 
 __device__ __forceinline__ std::uint64_t counts_of(std::uint8_t kind) {
   return szx::is_coded(kind) ? (1ull << kCountShift) : kind == szx::kVerbatim ? 1ull : 0ull;
@@ -1168,13 +1141,65 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
   return true;
 }
 
+namespace {
+
+// A case's one-pass grid: c == 0 when the one-pass kernels do not take it
+// (block size, disabled specializations, too many blocks).
+struct OnePassGrid {
+  int c = 0, nbw = 0;  // chunks a block, blocks a warp
+  std::uint64_t nb = 0, ngroups = 0;
+  std::size_t state_bytes() const {
+    return c == 0 ? 0 : (2 * ngroups + 1) * sizeof(unsigned long long) + sizeof(onepass::Result);
+  }
+  std::size_t result_word() const { return 2 * ngroups + 1; }  // after the two state arrays and the ticket
+};
+template <class T>
+OnePassGrid onepass_grid(std::uint64_t n, std::uint32_t block) {
+  OnePassGrid g;
+  onepass::shape_of<T>(block, g.c, g.nbw);
+  if (g.c == 0 || !handles(n, block)) return OnePassGrid{};
+  g.nb = (n + block - 1) / block;
+  if (g.nb >= onepass::kMaxBlocks) return OnePassGrid{};
+  g.ngroups = (g.nb + kWarps * g.nbw - 1) / (kWarps * g.nbw);
+  return g;
+}
+
+// f(C, NB) with the grid's shape as compile-time constants.
+template <class T, class F>
+void with_shape(const OnePassGrid& g, F&& f) {
+  constexpr int R = sizeof(T) == 4 ? 4 : 2;
+  switch (g.c) {
+    case 1: f(std::integral_constant<int, 1>{}, std::integral_constant<int, R>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}, std::integral_constant<int, R / 2>{}); break;
+    default: f(std::integral_constant<int, R>{}, std::integral_constant<int, 1>{}); break;
+  }
+}
+
+// The caller's state buffer, zeroed on the stream.
+unsigned long long* zeroed_state(cudaStream_t st, const OnePassGrid& g, void* state, std::size_t state_bytes) {
+  KSZ_EXPECTS(state_bytes >= g.state_bytes() && reinterpret_cast<std::uintptr_t>(state) % 8 == 0,
+              "SZx one-pass state buffer too small");
+  check(cudaMemsetAsync(state, 0, g.state_bytes(), st), "szx state");
+  return static_cast<unsigned long long*>(state);
+}
+
+// The kernel's totals and status, after it finished (one small copy into
+// pinned host memory, one synchronization).
+onepass::Result read_result(cudaStream_t st, const OnePassGrid& g, const unsigned long long* sp, const char* what) {
+  check(cudaGetLastError(), what);
+  const HostResult back;
+  check(cudaMemcpyAsync(back.device<onepass::Result>(), sp + g.result_word(), sizeof(onepass::Result),
+                        cudaMemcpyDefault, st),
+        "szx totals copy");
+  check(cudaStreamSynchronize(st), "szx onepass sync");
+  return *back.host<onepass::Result>();
+}
+
+}  // namespace
+
 template <class T>
 std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block) {
-  int C = 0, NB = 0;
-  onepass::shape_of<T>(block, C, NB);
-  if (C == 0 || n == 0) return 0;
-  const std::uint64_t nb = (n + block - 1) / block, ngroups = (nb + kWarps * NB - 1) / (kWarps * NB);
-  return (2 * ngroups + 1) * sizeof(unsigned long long) + sizeof(onepass::Result);
+  return onepass_grid<T>(n, block).state_bytes();
 }
 
 template <class T>
@@ -1182,34 +1207,19 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
                           std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
                           std::uint64_t payload_bytes, void* state, std::size_t state_bytes, SzxOffsets& totals,
                           bool& fits) {
-  int C = 0, NB = 0;
-  onepass::shape_of<T>(block, C, NB);
-  const std::uint64_t nb = n > 0 ? (n + block - 1) / block : 0;
-  if (!handles(n, block) || C == 0 || nb >= onepass::kMaxBlocks) return false;
+  const OnePassGrid g = onepass_grid<T>(n, block);
+  if (g.c == 0) return false;
   KSZ_EXPECTS(reinterpret_cast<std::uintptr_t>(payload) % 16 == 0 && payload_bytes % sizeof(T) == 0,
               "SZx payload buffer not aligned");
-  const std::uint64_t ngroups = (nb + kWarps * NB - 1) / (kWarps * NB);
   const cudaStream_t st = space.cuda_stream();
-  const std::size_t need = szx_onepass_state_bytes<T>(n, block);
-  KSZ_EXPECTS(state_bytes >= need && reinterpret_cast<std::uintptr_t>(state) % 8 == 0,
-              "SZx one-pass state buffer too small");
-  auto* sp = static_cast<unsigned long long*>(state);
-  check(cudaMemsetAsync(sp, 0, need, st), "szx state");
+  unsigned long long* const sp = zeroed_state(st, g, state, state_bytes);
   const T ef = szx::host::fast_bound(bound, T());
-  const unsigned grid = static_cast<unsigned>(ngroups);
-  constexpr int R = sizeof(T) == 4 ? 4 : 2;
-  switch (C) {
-    case 1: onepass::compress_kernel<T, 1, R><<<grid, kThreads, 0, st>>>(in, n, nb, ngroups, bound, ef, kinds, medians, lead, payload, payload_bytes, sp); break;
-    case 2: onepass::compress_kernel<T, 2, R / 2><<<grid, kThreads, 0, st>>>(in, n, nb, ngroups, bound, ef, kinds, medians, lead, payload, payload_bytes, sp); break;
-    default: onepass::compress_kernel<T, R, 1><<<grid, kThreads, 0, st>>>(in, n, nb, ngroups, bound, ef, kinds, medians, lead, payload, payload_bytes, sp); break;
-  }
-  check(cudaGetLastError(), "szx onepass compress_kernel");
-  const HostResult back;
-  check(cudaMemcpyAsync(back.device<onepass::Result>(), sp + 2 * ngroups + 1, sizeof(onepass::Result),
-                        cudaMemcpyDefault, st),
-        "szx totals copy");
-  check(cudaStreamSynchronize(st), "szx onepass sync");
-  const onepass::Result r = *back.host<onepass::Result>();
+  with_shape<T>(g, [&](auto c, auto nbw) {
+    onepass::compress_kernel<T, decltype(c)::value, decltype(nbw)::value>
+        <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound, ef, kinds, medians,
+                                                                lead, payload, payload_bytes, sp);
+  });
+  const onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel");
   totals = SzxOffsets{r.lead, r.mid, r.verb};
   fits = !(r.status & onepass::kOverflow) && r.mid + r.verb * sizeof(T) <= payload_bytes;
   return true;
@@ -1220,32 +1230,17 @@ bool szx_decode_onepass(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_
                         const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
                         std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
                         std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes) {
-  int C = 0, NB = 0;
-  onepass::shape_of<T>(block, C, NB);
-  const std::uint64_t nb = n > 0 ? (n + block - 1) / block : 0;
-  if (!handles(n, block) || C == 0 || nb >= onepass::kMaxBlocks) return false;
+  const OnePassGrid g = onepass_grid<T>(n, block);
+  if (g.c == 0) return false;
   if (reinterpret_cast<std::uintptr_t>(mid) % sizeof(T) != 0) return false;  // read in words of sizeof(T)
-  const std::uint64_t ngroups = (nb + kWarps * NB - 1) / (kWarps * NB);
   const cudaStream_t st = space.cuda_stream();
-  const std::size_t need = szx_onepass_state_bytes<T>(n, block);
-  KSZ_EXPECTS(state_bytes >= need && reinterpret_cast<std::uintptr_t>(state) % 8 == 0,
-              "SZx one-pass state buffer too small");
-  auto* sp = static_cast<unsigned long long*>(state);
-  check(cudaMemsetAsync(sp, 0, need, st), "szx state");
-  const unsigned grid = static_cast<unsigned>(ngroups);
-  constexpr int R = sizeof(T) == 4 ? 4 : 2;
-  switch (C) {
-    case 1: onepass::decode_kernel<T, 1, R><<<grid, kThreads, 0, st>>>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, sp); break;
-    case 2: onepass::decode_kernel<T, 2, R / 2><<<grid, kThreads, 0, st>>>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, sp); break;
-    default: onepass::decode_kernel<T, R, 1><<<grid, kThreads, 0, st>>>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, sp); break;
-  }
-  check(cudaGetLastError(), "szx onepass decode_kernel");
-  const HostResult back;
-  check(cudaMemcpyAsync(back.device<onepass::Result>(), sp + 2 * ngroups + 1, sizeof(onepass::Result),
-                        cudaMemcpyDefault, st),
-        "szx totals copy");
-  check(cudaStreamSynchronize(st), "szx onepass sync");
-  const onepass::Result r = *back.host<onepass::Result>();
+  unsigned long long* const sp = zeroed_state(st, g, state, state_bytes);
+  with_shape<T>(g, [&](auto c, auto nbw) {
+    onepass::decode_kernel<T, decltype(c)::value, decltype(nbw)::value>
+        <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(n, g.nb, g.ngroups, kinds, medians, lead, lead_size,
+                                                                mid, mid_size, verb, verb_values, out, sp);
+  });
+  const onepass::Result r = read_result(st, g, sp, "szx onepass decode_kernel");
   totals = SzxOffsets{r.lead, r.mid, r.verb};
   bad_kinds = (r.status & onepass::kBadKind) != 0;
   bad_codes = (r.status & onepass::kBadCode) != 0;

@@ -74,8 +74,12 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   timer.mark("value range");
 
   const std::uint64_t nb = (n + block - 1) / block;
-  Kokkos::View<std::uint8_t*, Mem> kinds;
+  Kokkos::View<std::uint8_t*, Mem> kinds;  // from the workspace on the one-pass path, else allocated here
   Kokkos::View<T*, Mem> medians;
+  auto allocate_heads = [&] {
+    kinds = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
+    medians = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
+  };
   const szx::Layout layout = szx::choose_layout<ExecSpace>(block, nb);
   std::uint64_t lead_total = 0, verb_total = 0, mid_total = 0;
   Kokkos::View<std::uint8_t*, Mem> lead, mid;
@@ -105,25 +109,18 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
                                               nb);
       cuda_spec::SzxOffsets tot{};
       bool fits = false;
-      if (cuda_spec::szx_compress_onepass<T>(space, in.data(), n, block, abs_bound, kinds.data(), medians.data(),
-                                             lead1.data(), reinterpret_cast<std::uint8_t*>(payload.data()),
-                                             capv * sizeof(T), state.data(), state_bytes, tot, fits)) {
-        KSZ_EXPECTS(fits, "internal: SZx mid-bytes and verbatim values exceed the input size");
-        timer.mark("block plan+encode");
-        lead_total = tot.lead, mid_total = tot.mid, verb_total = tot.verb;
-        lead = lead1;
-        mid = Kokkos::View<std::uint8_t*, Mem>(reinterpret_cast<std::uint8_t*>(payload.data()), capv * sizeof(T));
-        verb_in_tail = true;
-        done = true;
-      } else {
-        payload = Kokkos::View<T*, Mem>();
-        kinds = Kokkos::View<std::uint8_t*, Mem>();
-        medians = Kokkos::View<T*, Mem>();
-      }
+      done = cuda_spec::szx_compress_onepass<T>(space, in.data(), n, block, abs_bound, kinds.data(), medians.data(),
+                                                lead1.data(), reinterpret_cast<std::uint8_t*>(payload.data()),
+                                                capv * sizeof(T), state.data(), state_bytes, tot, fits);
+      KSZ_EXPECTS(done && fits, "internal: SZx one-pass encode refused a case it sized, or overflowed the input size");
+      timer.mark("block plan+encode");
+      lead_total = tot.lead, mid_total = tot.mid, verb_total = tot.verb;
+      lead = lead1;
+      mid = Kokkos::View<std::uint8_t*, Mem>(reinterpret_cast<std::uint8_t*>(payload.data()), capv * sizeof(T));
+      verb_in_tail = true;
     }
     if (!done && layout == szx::Layout::TeamPerBlock) {
-      kinds = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
-      medians = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
+      allocate_heads();
       Kokkos::View<cuda_spec::SzxOffsets*, Mem> offs(
           Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::offsets")), nb + 1);
       cuda_spec::SzxOffsets tot{};
@@ -143,10 +140,7 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   }
 #endif
   if (!done) {
-    if (kinds.data() == nullptr) {
-      kinds = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
-      medians = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
-    }
+    if (kinds.data() == nullptr) allocate_heads();
     Kokkos::View<std::uint64_t*, Mem> mid_count(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);
     if (layout == szx::Layout::TeamPerBlock)
@@ -284,72 +278,66 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const auto verb = impl::to_device<T>(space, verb_seg, verb_seg.size / sizeof(T), "SZx verbatim");
   timer.mark("copy to device");
 
+  // A caller's buffer of the right size is reused (no allocation, no first-touch).
+  auto ensure_out = [&] {
+    if (out.extent(0) != n || out.data() == nullptr)
+      out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
+  };
+  auto fill_report = [&](std::uint64_t verbatim) {
+    if (!report) return;
+    report->elements = n;
+    report->input_bytes = n * sizeof(T);
+    report->verbatim = verbatim;
+    report->abs_bound = h.abs_bound;
+    report->value_min = h.value_min;
+    report->value_max = h.value_max;
+  };
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock) {
-      // One pass: decode first (every read bounded by its segment), then the
-      // portable path's checks, in its order, on what the stream implied.
-      if (out.extent(0) != n || out.data() == nullptr)
-        out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
-      cuda_spec::SzxOffsets t1{};
-      bool bad_kind = false, bad_code = false;
+    // The portable path's checks, in its order, on what the kinds and codes imply.
+    auto check_totals = [&](const cuda_spec::SzxOffsets& tot, bool bad_kinds, bool bad_codes) {
+      KSZ_STREAM_CHECK(!bad_kinds, "SZx block kind out of range");
+      KSZ_STREAM_CHECK(tot.lead == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
+                       " bytes, the block kinds say ", tot.lead);
+      KSZ_STREAM_CHECK(tot.verb * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
+                       " bytes, the block kinds say ", tot.verb * sizeof(T));
+      KSZ_STREAM_CHECK(!bad_codes, "SZx leading code longer than its value");
+      KSZ_STREAM_CHECK(tot.mid == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
+                       " bytes, the leading codes say ", tot.mid);
+    };
+    const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block);  // 0: not its case
+    if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock && state_bytes > 0) {
+      // One pass: decode first (every read bounded by its segment), then the checks.
+      ensure_out();
       typename Workspace<Mem>::Lease ws;
-      const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block);
-      const auto state = ws.template get<unsigned long long>(Workspace<Mem>::kSzxState, (state_bytes + 7) / 8 + 1,
-                                                             "ksz::szx::state");
-      if (state_bytes > 0 &&
-          cuda_spec::szx_decode_onepass<T>(space, n, block, kinds.data(), medians.data(), lead.data(), lead_seg.size,
+      const auto state =
+          ws.template get<unsigned long long>(Workspace<Mem>::kSzxState, (state_bytes + 7) / 8, "ksz::szx::state");
+      cuda_spec::SzxOffsets tot{};
+      bool bad_kinds = false, bad_codes = false;
+      if (cuda_spec::szx_decode_onepass<T>(space, n, block, kinds.data(), medians.data(), lead.data(), lead_seg.size,
                                            mid.data(), mid_seg.size, verb.data(), verb.extent(0), out.data(),
-                                           state.data(), state_bytes, t1, bad_kind, bad_code)) {
-        KSZ_STREAM_CHECK(!bad_kind, "SZx block kind out of range");
-        KSZ_STREAM_CHECK(t1.lead == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
-                         " bytes, the block kinds say ", t1.lead);
-        KSZ_STREAM_CHECK(t1.verb * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
-                         " bytes, the block kinds say ", t1.verb * sizeof(T));
-        KSZ_STREAM_CHECK(!bad_code, "SZx leading code longer than its value");
-        KSZ_STREAM_CHECK(t1.mid == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
-                         " bytes, the leading codes say ", t1.mid);
+                                           state.data(), state_bytes, tot, bad_kinds, bad_codes)) {
+        check_totals(tot, bad_kinds, bad_codes);
         timer.mark("block decode");
-        if (report) {
-          report->elements = n;
-          report->input_bytes = n * sizeof(T);
-          report->verbatim = t1.verb;
-          report->abs_bound = h.abs_bound;
-          report->value_min = h.value_min;
-          report->value_max = h.value_max;
-        }
+        fill_report(tot.verb);
         return;
       }
+    }
+    if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock) {
       Kokkos::View<cuda_spec::SzxOffsets*, Mem> offs(
           Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::offsets")), nb + 1);
       cuda_spec::SzxOffsets tot{};
       std::uint64_t bad_kinds = 0, bad_codes = 0;
       if (cuda_spec::szx_decode_offsets<T>(space, n, block, kinds.data(), lead.data(), lead_seg.size, offs.data(),
                                            tot, bad_kinds, bad_codes)) {
-        // The portable path's checks, in its order.
-        KSZ_STREAM_CHECK(bad_kinds == 0, "SZx block kind out of range");
-        KSZ_STREAM_CHECK(tot.lead == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
-                         " bytes, the block kinds say ", tot.lead);
-        KSZ_STREAM_CHECK(tot.verb * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
-                         " bytes, the block kinds say ", tot.verb * sizeof(T));
-        KSZ_STREAM_CHECK(bad_codes == 0, "SZx leading code longer than its value");
-        KSZ_STREAM_CHECK(tot.mid == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
-                         " bytes, the leading codes say ", tot.mid);
+        check_totals(tot, bad_kinds != 0, bad_codes != 0);
         timer.mark("offsets");
-        if (out.extent(0) != n || out.data() == nullptr)
-          out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
+        ensure_out();
         const bool ok = cuda_spec::szx_decode<T>(space, n, block, kinds.data(), medians.data(), offs.data(),
                                                  lead.data(), mid.data(), mid_seg.size, verb.data(), out.data());
         KSZ_EXPECTS(ok, "SZx CUDA decode refused offsets it made");
         timer.mark("block decode");
-        if (report) {
-          report->elements = n;
-          report->input_bytes = n * sizeof(T);
-          report->verbatim = tot.verb;
-          report->abs_bound = h.abs_bound;
-          report->value_min = h.value_min;
-          report->value_max = h.value_max;
-        }
+        fill_report(tot.verb);
         return;
       }
     }
@@ -388,22 +376,13 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
                    " bytes, the leading codes say ", mid_total);
   timer.mark("offsets");
 
-  // A caller's buffer of the right size is reused (no allocation, no first-touch).
-  if (out.extent(0) != n || out.data() == nullptr)
-    out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
+  ensure_out();
   if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock)
     szx::decode_team<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
   else
     szx::decode<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
   timer.mark("block decode");
-  if (report) {
-    report->elements = n;
-    report->input_bytes = n * sizeof(T);
-    report->verbatim = verb_total;
-    report->abs_bound = h.abs_bound;
-    report->value_min = h.value_min;
-    report->value_max = h.value_max;
-  }
+  fill_report(verb_total);
 }
 
 #define KSZ_INSTANTIATE_SZX(Space)                                                                             \
