@@ -13,37 +13,6 @@
 namespace ksz::pipeline {
 namespace impl {
 
-// Decoded codes to residuals (code - radius; code 0 -> `unset`, to be filled
-// from the outlier and verbatim lists); returns the number of code-0
-// positions. Counted by teams as spline::residual_spread counts.
-template <class ExecSpace>
-std::uint64_t codes_to_residuals(const ExecSpace& space,
-                                 Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
-                                 Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv, std::int32_t rad,
-                                 std::int32_t unset) {
-  using Mem = typename ExecSpace::memory_space;
-  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
-  const std::uint64_t n = codes.extent(0);
-  Kokkos::View<std::uint64_t, Mem> zeros("ksz::interp::zeros");
-  if (n > 0) {
-    Kokkos::parallel_for(
-        "ksz::interp::codes_to_residuals", spline::slice_teams(space, n), KOKKOS_LAMBDA(const Member& team) {
-          std::uint32_t z = 0;
-          const spline::SliceWalk w = spline::slice_walk<Mem>(team, n);
-          for (std::uint64_t i = w.first; i < w.end; i += w.stride) {
-            const std::int32_t c = codes(i);
-            qv(i) = c == 0 ? unset : c - rad;
-            z += c == 0 ? 1u : 0u;
-          }
-          if (z) Kokkos::atomic_add(&zeros(), static_cast<std::uint64_t>(z));  // rare: outliers only
-        });
-  }
-  std::uint64_t h = 0;
-  Kokkos::deep_copy(space, h, zeros);
-  space.fence();
-  return h;
-}
-
 inline spline::Shape spline_shape(const Dims& dims) {
   const Shape3 s = effective_shape(dims);
   return spline::make_shape(s.n[0], s.n[1], s.n[2]);
@@ -67,36 +36,40 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
     boxes = plan.boxes;
   }
   const std::uint64_t ns = box.count() * boxes;
-  Kokkos::View<T*, Mem> rec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_rec"), ns);
-  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_codes"), ns);
-  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_q"), ns);
-  constexpr std::uint32_t radius = spline::kAutoRadiusMax;
-  Kokkos::View<std::uint64_t*, Mem> hist("ksz::spline::trial_hist", 2 * radius);
-  auto cost = [&](const spline::Config& c) {
-    for (std::uint64_t k = 0; k < boxes; ++k) {
-      const auto part = std::make_pair(k * box.count(), (k + 1) * box.count());
-      const Kokkos::View<const T*, Mem> bin = Kokkos::subview(sample, part);
-      const Kokkos::View<T*, Mem> brec = Kokkos::subview(rec, part);
-      const Kokkos::View<std::uint16_t*, Mem> bcodes = Kokkos::subview(codes, part);
-      const Kokkos::View<std::int32_t*, Mem> bqv = Kokkos::subview(qv, part);
-      spline::traverse(
-          box, c, steps, bound,
-          [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-            spline::compress_anchors<ExecSpace, T>(space, a, aqp, radius, bin, brec, bcodes, bqv);
-          },
-          [&](const spline::Pass& p) {
-            spline::compress_pass<ExecSpace, T>(space, p, bound, radius, bin, brec, bcodes, bqv);
-          });
-    }
-    histogram::histogram<ExecSpace>(space, codes, hist, radius);
-    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
-    return spline::trial_bits(h.data(), h.extent(0));
-  };
+  // Both configurations (tuned, all-linear) at once: same passes, other splines.
   spline::Config lin = cfg;
   for (auto& k : lin.kind) k = spline::kLinear;
-  if (cost(lin) < cost(cfg)) cfg = lin;
+  constexpr std::uint32_t radius = spline::kAutoRadiusMax;
+  std::vector<spline::Pass> host_passes;
+  spline::Anchors anchors;
+  quantize::QuantParams aqp{};
+  for (const spline::Config* c : {&cfg, &lin})
+    spline::traverse(
+        box, *c, steps, bound,
+        [&](const spline::Anchors& a, const quantize::QuantParams& q) {
+          anchors = a;
+          aqp = q;
+        },
+        [&](const spline::Pass& p) { host_passes.push_back(p); });
+  Kokkos::View<spline::Pass*, Mem> passes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_passes"),
+                                          host_passes.size());
+  Kokkos::deep_copy(space, passes,
+                    Kokkos::View<const spline::Pass*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                        host_passes.data(), host_passes.size()));
+  Kokkos::View<T*, Mem> rec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_rec"), 2 * ns);
+  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_codes"),
+                                          2 * ns);
+  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_q"), 2 * ns);
+  spline::trial_predict<ExecSpace, T>(space, anchors, aqp, radius, bound, boxes, 2, passes, sample, rec, codes, qv);
+  Kokkos::View<std::uint64_t*, Mem> hist("ksz::spline::trial_hist", 2 * radius);
+  double bits[2];
+  for (int c = 0; c < 2; ++c) {
+    histogram::histogram<ExecSpace>(space, Kokkos::subview(codes, std::make_pair(c * ns, (c + 1) * ns)), hist, radius);
+    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
+    bits[c] = spline::trial_bits(h.data(), h.extent(0));
+  }
+  if (bits[1] < bits[0]) cfg = lin;
 }
-
 }  // namespace impl
 
 template <class ExecSpace>
@@ -131,26 +104,40 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   choose_spline_kind<ExecSpace, T>(space, sh, s3.rank, steps, qp.bound, in, cfg);
   timer.mark("auto-tune");
 
-  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
-  Kokkos::View<T*, Mem> rec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::reconstructed"), n);
-  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
+  // The large buffers from the workspace (no allocation per call once sized).
+  using WS = Workspace<Mem>;
+  typename WS::Lease ws;
+  const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(WS::kCodes, n, "ksz::codes");
+  const Kokkos::View<T*, Mem> rec = ws.template get<T>(WS::kInterpRec, n, "ksz::reconstructed");
+  // Residuals of the code-0 positions only (sparse: never initialized).
+  const Kokkos::View<std::int32_t*, Mem> qv = ws.template get<std::int32_t>(WS::kInterpResiduals, n, "ksz::residuals");
+  Kokkos::View<std::uint64_t, Mem> nverb("ksz::interp::verbatim_count");
   // Radius 0 (automatic): code with the largest candidate, then choose from
-  // the residuals and recode (spline::choose_radius).
+  // the code histogram and recode (spline::choose_radius).
   const bool auto_radius = opt.radius == 0;
   const std::uint32_t coded_radius = auto_radius ? spline::kAutoRadiusMax : opt.radius;
   spline::traverse(
       sh, cfg, steps, qp.bound,
       [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-        spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, in, rec, codes, qv);
+        spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, in, rec, codes, qv, nverb);
       },
       [&](const spline::Pass& p) {
-        spline::compress_pass<ExecSpace, T>(space, p, qp.bound, coded_radius, in, rec, codes, qv);
+        spline::compress_pass<ExecSpace, T>(space, p, qp.bound, coded_radius, in, rec, codes, qv, nverb);
       });
   timer.mark("predict+quantize");
   std::uint32_t radius = coded_radius;
+  std::vector<std::uint64_t> hist;  // the final codes' histogram, when known here
   if (auto_radius) {
-    radius = spline::choose_radius(spline::residual_spread<ExecSpace>(space, qv), index_width(n));
-    if (radius != coded_radius) spline::recode<ExecSpace>(space, qv, radius, codes);
+    const Kokkos::View<std::uint64_t*, Mem> wide =
+        ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
+    histogram::histogram<ExecSpace>(space, codes, wide, coded_radius);
+    const auto wide_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), wide);
+    std::uint64_t n_verbatim = 0;
+    Kokkos::deep_copy(space, n_verbatim, nverb);
+    space.fence();
+    radius = spline::choose_radius(spline::spread_from_histogram(wide_h.data(), n_verbatim), index_width(n));
+    hist = spline::narrow_histogram(wide_h.data(), radius);
+    if (radius != coded_radius) spline::recode<ExecSpace>(space, codes, radius, qv);
     timer.mark("radius choice");
   }
 
@@ -193,7 +180,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // therefore counts in gather+container, as in the other pipelines.
   const auto huff =
       huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, opt.huffman_subchunk, opt.lossless,
-                                      timer, report);
+                                      timer, report, hist.empty() ? nullptr : hist.data(), &ws);
 
   const auto oi = pack_indices(out_idx, n);
   const auto ov = to_host_bytes(out_val, out_val.extent(0));
@@ -286,38 +273,42 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   auto vi = unpack_indices(space, s.require(SegmentId::VerbatimIndex), n_verb, n, "verbatim");
   auto vv = to_device<T>(space, s.require(SegmentId::VerbatimValue), n_verb, "verbatim values");
   // Marks "copy to device" (the lists above and the Huffman words) and "lossless decode".
-  const auto codes = huffman_decode_codes<ExecSpace>(space, s, n, radius, hchunk, timer);
+  using WS = Workspace<Mem>;
+  typename WS::Lease ws;
+  const auto codes = huffman_decode_codes<ExecSpace>(space, s, n, radius, hchunk, timer, &ws);
   timer.mark("huffman decode");
 
-  // Residuals: code - radius, outliers and verbatim markers scattered into
-  // the code-0 positions, which the two lists must cover exactly once.
-  constexpr std::int32_t kUnset = spline::kVerbatim + 1;
-  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::residuals"), n);
-  const std::int32_t rad = static_cast<std::int32_t>(radius);
-  const std::uint64_t zeros = codes_to_residuals<ExecSpace>(space, codes, qv, rad, kUnset);
-  // The lists are strictly increasing (unpack_indices), land on code-0
-  // positions only and never on each other (checked below), so they cover
-  // every code-0 position exactly when their lengths add up to the count.
-  KSZ_STREAM_CHECK(zeros == n_out + n_verb, "code-0 positions (", zeros, ") and the outlier and verbatim lists (",
-                   n_out + n_verb, ") disagree");
+  // Residuals of the code-0 positions (sparse, as the compressor's): outlier
+  // values and verbatim markers. The lists are strictly increasing
+  // (unpack_indices) and must land on code-0 positions only, never on each
+  // other (both checked here); the passes count the code-0 positions they
+  // meet, and the lists cover them all exactly when that count is their
+  // total length (checked after the passes, before anything is returned).
+  const Kokkos::View<std::int32_t*, Mem> qv = ws.template get<std::int32_t>(WS::kInterpResiduals, n, "ksz::residuals");
   std::uint64_t bad = 0;
   Kokkos::parallel_reduce(
       "ksz::interp::check_outliers", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
       KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) {
-        const std::int32_t v = ov(j);
-        acc += (qv(oi(j)) == kUnset && v != spline::kVerbatim && v != kUnset) ? 0 : 1;
+        acc += (codes(oi(j)) == 0 && ov(j) != spline::kVerbatim) ? 0 : 1;
       },
       bad);
   KSZ_STREAM_CHECK(bad == 0, "outlier list does not match the coded stream");
-  outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, qv);
   Kokkos::parallel_reduce(
       "ksz::interp::check_verbatim", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
-      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += qv(vi(j)) == kUnset ? 0 : 1; }, bad);
+      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += codes(vi(j)) == 0 ? 0 : 1; }, bad);
   KSZ_STREAM_CHECK(bad == 0, "verbatim list does not match the coded stream");
+  outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, qv);
   Kokkos::parallel_for(
       "ksz::interp::mark_verbatim", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
       KOKKOS_LAMBDA(const std::uint64_t j) { qv(vi(j)) = spline::kVerbatim; });
-  out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
+  Kokkos::parallel_reduce(  // an outlier overwritten by a verbatim marker: the lists overlap
+      "ksz::interp::check_overlap", Kokkos::RangePolicy<ExecSpace>(space, 0, n_out),
+      KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += qv(oi(j)) == spline::kVerbatim ? 1 : 0; },
+      bad);
+  KSZ_STREAM_CHECK(bad == 0, "outlier and verbatim lists overlap");
+  // A caller's output of the right size is reused (as the Lorenzo pipeline does).
+  if (out.extent(0) != n || !out.span_is_contiguous())
+    out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);
   timer.mark("outliers");
 
@@ -328,12 +319,21 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   spline::level_steps(step, degenerate ? 1.0 : cfg.alpha, L, steps);
   const spline::Shape sh = spline_shape(h.dims);
   const double bound = h.abs_bound;
+  Kokkos::View<std::uint64_t, Mem> zeros("ksz::interp::zeros");
   spline::traverse(
       sh, cfg, steps, bound,
       [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-        spline::decompress_anchors<ExecSpace, T>(space, a, aqp, qv, out);
+        spline::decompress_anchors<ExecSpace, T>(space, a, aqp, codes, qv, radius, out, zeros);
       },
-      [&](const spline::Pass& p) { spline::decompress_pass<ExecSpace, T>(space, p, qv, out); });
+      [&](const spline::Pass& p) { spline::decompress_pass<ExecSpace, T>(space, p, codes, qv, radius, out, zeros); });
+  std::uint64_t n_zero = 0;
+  Kokkos::deep_copy(space, n_zero, zeros);
+  space.fence();
+  if (n_zero != n_out + n_verb) {
+    out = Kokkos::View<T*, Mem>();  // what the passes made of uncovered positions is never returned
+    KSZ_STREAM_CHECK(false, "code-0 positions (", n_zero, ") and the outlier and verbatim lists (", n_out + n_verb,
+                     ") disagree");
+  }
   timer.mark("interp inverse");
   if (report) {
     report->elements = n;

@@ -353,17 +353,36 @@ template <class ExecSpace, class Timer>
 HuffmanSegments huffman_encode_codes(const ExecSpace& space,
                                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
                                      std::uint32_t radius, std::uint32_t huffman_chunk, std::uint32_t subchunk,
-                                     LosslessId pass, Timer& timer, Report* report) {
+                                     LosslessId pass, Timer& timer, Report* report,
+                                     const std::uint64_t* known_hist = nullptr,
+                                     typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint32_t nsym = 2 * radius;
-  Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
-  histogram::histogram<ExecSpace>(space, codes, hist, radius);
-  auto hist_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
-  timer.mark("histogram");
-  const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
-  const huffman::DeviceCodebook<ExecSpace> dbook(book);
+  // The codes' histogram: counted here unless the caller already knows it
+  // (the interp pipeline derives it from its radius choice's histogram).
+  const std::uint64_t* counts = known_hist;
+  Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist_h;
+  if (!counts) {
+    Kokkos::View<std::uint64_t*, Mem> hist("ksz::hist", nsym);
+    histogram::histogram<ExecSpace>(space, codes, hist, radius);
+    hist_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
+    counts = hist_h.data();
+    timer.mark("histogram");
+  }
+  const huffman::Codebook book = huffman::build_codebook(counts, nsym);
+  // With a workspace: the tables in it, and the encoder's one pass (its
+  // bitstream sized by words_bound), as the Lorenzo pipeline does.
+  const huffman::DeviceCodebook<ExecSpace> dbook =
+      ws ? huffman::DeviceCodebook<ExecSpace>(
+               book, space,
+               ws->template get<std::uint32_t>(Workspace<Mem>::kHuffTables,
+                                               huffman::DeviceCodebook<ExecSpace>::room_words(nsym),
+                                               "ksz::huffman::tables"))
+         : huffman::DeviceCodebook<ExecSpace>(book);
   timer.mark("codebook");
-  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, nullptr, subchunk);
+  const std::uint64_t n = codes.extent(0);
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, ws, subchunk,
+                                              ws ? huffman::words_bound(counts, book, n, huffman_chunk) : 0);
   timer.mark("huffman encode");
   HuffmanSegments out;
   out.lengths.assign(book.lengths.begin(), book.lengths.end());
@@ -378,7 +397,7 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
 template <class ExecSpace, class Timer>
 Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_codes(
     const ExecSpace& space, const container::Parsed& s, std::uint64_t n, std::uint32_t radius,
-    std::uint32_t hchunk, Timer& timer) {
+    std::uint32_t hchunk, Timer& timer, typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint64_t n_words = huffman_word_count(s);
   // Every symbol takes at least one bit: no absurd allocation from a lying header.
@@ -389,13 +408,21 @@ Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_co
   KSZ_STREAM_CHECK(len_seg.size == 2ull * radius, "codebook has ", len_seg.size, " lengths, expected ",
                    2ull * radius);
   const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
-  const huffman::DeviceCodebook<ExecSpace> dbook(book);
+  const huffman::DeviceCodebook<ExecSpace> dbook =
+      ws ? huffman::DeviceCodebook<ExecSpace>(
+               book, space,
+               ws->template get<std::uint32_t>(Workspace<Mem>::kHuffTables,
+                                               huffman::DeviceCodebook<ExecSpace>::room_words(book.lengths.size()),
+                                               "ksz::huffman::tables"))
+         : huffman::DeviceCodebook<ExecSpace>(book);
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
   const auto runs = run_bits_of(space, s, n, hchunk);
   auto words = huffman_words<ExecSpace>(space, s, n_words, timer);
-  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
-  huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes, runs.first, runs.second);
+  const Kokkos::View<std::uint16_t*, Mem> codes =
+      ws ? ws->template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes")
+         : Kokkos::View<std::uint16_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+  huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes, runs.first, runs.second, ws);
   return codes;
 }
 

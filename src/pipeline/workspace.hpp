@@ -37,6 +37,8 @@ class Workspace {
     kSzxPayload,  // the one-pass SZx encoder's mid-bytes and verbatim values
     kSzxLead,     // and its leading codes
     kSzxState,    // the one-pass SZx kernels' look-back states
+    kInterpRec,        // the interp compressor's reconstructed values
+    kInterpResiduals,  // the interp pipeline's sparse residuals (code-0 positions)
     kSlots
   };
 

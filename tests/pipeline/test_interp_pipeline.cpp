@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 
+#include "portable/histogram/histogram.hpp"
 #include "portable/predict/spline/spline.hpp"
 #include "src/api/ksz.hpp"
 #include "src/container/container.hpp"
@@ -117,12 +118,13 @@ TYPED_TEST(InterpPipeline, SameBytesAsSerial) {
 
 // Free function: CUDA device lambdas cannot live in gtest's private TestBody.
 template <class Space>
-void copy_verbatim(const Space& space, Kokkos::View<std::int32_t*, typename Space::memory_space> qv,
+void copy_verbatim(const Space& space, Kokkos::View<std::uint16_t*, typename Space::memory_space> codes,
+                   Kokkos::View<std::int32_t*, typename Space::memory_space> qv,
                    Kokkos::View<const float*, typename Space::memory_space> in,
                    Kokkos::View<float*, typename Space::memory_space> out) {
   Kokkos::parallel_for(
       Kokkos::RangePolicy<Space>(space, 0, qv.extent(0)), KOKKOS_LAMBDA(const std::uint64_t i) {
-        if (qv(i) == spline::kVerbatim) out(i) = in(i);
+        if (codes(i) == 0 && qv(i) == spline::kVerbatim) out(i) = in(i);  // qv: code-0 positions only
       });
 }
 
@@ -139,6 +141,7 @@ TYPED_TEST(InterpPipeline, DecompressionReproducesPredictions) {
     Kokkos::View<float*, Mem> in("in", n), rec("rec", n), out("out", n);
     Kokkos::View<std::uint16_t*, Mem> codes("codes", n);
     Kokkos::View<std::int32_t*, Mem> qv("qv", n);
+    Kokkos::View<std::uint64_t, Mem> nverb("nverb"), zeros("zeros");
     Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                               host.data(), n));
     const spline::Shape sh = spline::make_shape(s3.n[0], s3.n[1], s3.n[2]);
@@ -155,30 +158,33 @@ TYPED_TEST(InterpPipeline, DecompressionReproducesPredictions) {
     spline::traverse(
         sh, cfg, steps, e,
         [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-          spline::compress_anchors<TypeParam, float>(space, a, qp, 64, cin, rec, codes, qv);
+          spline::compress_anchors<TypeParam, float>(space, a, qp, 64, cin, rec, codes, qv, nverb);
         },
         [&](const spline::Pass& p) {
-          spline::compress_pass<TypeParam, float>(space, p, e, 64, cin, rec, codes, qv);
+          spline::compress_pass<TypeParam, float>(space, p, e, 64, cin, rec, codes, qv, nverb);
         });
     // verbatim elements first, as the pipeline does
-    copy_verbatim<TypeParam>(space, qv, cin, out);
+    copy_verbatim<TypeParam>(space, codes, qv, cin, out);
     const Kokkos::View<const std::int32_t*, Mem> cqv = qv;
+    const Kokkos::View<const std::uint16_t*, Mem> ccodes = codes;
     spline::traverse(
         sh, cfg, steps, e,
         [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-          spline::decompress_anchors<TypeParam, float>(space, a, qp, cqv, out);
+          spline::decompress_anchors<TypeParam, float>(space, a, qp, ccodes, cqv, 64, out, zeros);
         },
-        [&](const spline::Pass& p) { spline::decompress_pass<TypeParam, float>(space, p, cqv, out); });
+        [&](const spline::Pass& p) { spline::decompress_pass<TypeParam, float>(space, p, ccodes, cqv, 64, out, zeros); });
     space.fence();
     auto r_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), rec);
     auto o_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
     auto c_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), codes);
-    std::uint64_t diff = 0, coded = 0;
+    std::uint64_t diff = 0, coded = 0, z = 0;
     for (std::uint64_t i = 0; i < n; ++i) {
       diff += std::memcmp(&r_h(i), &o_h(i), sizeof(float)) != 0 ? 1 : 0;
       coded += c_h(i) != 0 ? 1 : 0;
     }
+    Kokkos::deep_copy(z, zeros);
     EXPECT_EQ(diff, 0u) << d.str();
+    EXPECT_EQ(z, n - coded) << d.str();  // the decoder met every code-0 position once
     EXPECT_GT(coded, n / 2) << d.str();  // the spline predicts: most elements are coded
     EXPECT_TRUE(within_bound(host.data(), o_h.data(), n, e));
   }
@@ -248,25 +254,67 @@ TEST(InterpRadius, ChoiceFollowsTheResiduals) {
   EXPECT_EQ(spline::choose_radius(s, 4), 64u);
 }
 
-// Free function: CUDA device lambdas cannot live in gtest's private TestBody.
+// Free functions: CUDA device lambdas cannot live in gtest's private TestBody.
+// Codes of radius kAutoRadiusMax for residuals q (kVerbatim: verbatim) on the
+// backend, as the passes write them (sparse qv), and their histogram.
 template <class Space>
-spline::Spread spread_of(const std::vector<std::int32_t>& q) {
-  Kokkos::View<std::int32_t*, typename Space::memory_space> d("qv", q.size());
+struct WideCodes {
+  Kokkos::View<std::uint16_t*, typename Space::memory_space> codes;
+  Kokkos::View<std::int32_t*, typename Space::memory_space> qv;
+  std::vector<std::uint64_t> hist;
+  std::uint64_t nverb = 0;
+};
+template <class Space>
+std::vector<std::uint64_t> histogram_of(Kokkos::View<std::uint16_t*, typename Space::memory_space> codes,
+                                        std::uint32_t r) {
+  Kokkos::View<std::uint64_t*, typename Space::memory_space> h("hist", 2 * r);
+  histogram::histogram<Space>(Space(), codes, h, r);
+  const auto hh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), h);
+  return std::vector<std::uint64_t>(hh.data(), hh.data() + hh.extent(0));
+}
+template <class Space>
+WideCodes<Space> wide_codes(const std::vector<std::int32_t>& q) {
+  using Mem = typename Space::memory_space;
+  const std::uint64_t n = q.size();
+  Kokkos::View<std::int32_t*, Mem> d("q", n);
   Kokkos::deep_copy(d, Kokkos::View<const std::int32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                           q.data(), q.size()));
-  return spline::residual_spread<Space>(Space(), d);
+                           q.data(), n));
+  WideCodes<Space> w;
+  w.codes = Kokkos::View<std::uint16_t*, Mem>("codes", n);
+  w.qv = Kokkos::View<std::int32_t*, Mem>("qv", n);
+  const auto codes = w.codes;
+  const auto qv = w.qv;
+  constexpr std::int32_t R = spline::kAutoRadiusMax;
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Space>(0, n), KOKKOS_LAMBDA(const std::uint64_t i) {
+        const std::int32_t v = d(i);
+        const bool coded = v != spline::kVerbatim && v > -R && v < R;
+        codes(i) = coded ? static_cast<std::uint16_t>(v + R) : std::uint16_t(0);
+        qv(i) = coded ? 12345 : v;  // junk where the pipeline never writes
+      });
+  w.hist = histogram_of<Space>(w.codes, R);
+  for (const std::int32_t v : q) w.nverb += v == spline::kVerbatim ? 1 : 0;
+  return w;
 }
 
-TYPED_TEST(InterpPipeline, ResidualSpreadCountsEveryBucket) {
+std::vector<std::int32_t> spread_residuals() {
   std::vector<std::int32_t> q;
-  std::uint64_t want[spline::kSpreadMaxLog - spline::kSpreadMinLog + 1] = {};
-  std::uint64_t core = 0;
   for (std::int32_t i = 0; i < 200000; ++i) {
     const std::int32_t m = i % 5 == 0 ? (1 << 29) + i : (i * 7919) % 9000;  // up to 2^29 + 2e5 < 2^30
-    const std::int32_t v = i % 2 ? -m : m;
-    q.push_back(i % 97 == 0 ? spline::kVerbatim : v);
-    if (i % 97 == 0) continue;
-    const std::uint32_t a = static_cast<std::uint32_t>(m);
+    q.push_back(i % 97 == 0 ? spline::kVerbatim : i % 2 ? -m : m);
+  }
+  return q;
+}
+
+// The radius choice's spread, from the histogram of the radius-4096 codes:
+// every bucket as counted from the residuals themselves.
+TYPED_TEST(InterpPipeline, SpreadFromHistogramCountsEveryBucket) {
+  const std::vector<std::int32_t> q = spread_residuals();
+  std::uint64_t want[spline::kSpreadMaxLog - spline::kSpreadMinLog + 1] = {};
+  std::uint64_t core = 0;
+  for (const std::int32_t v : q) {
+    if (v == spline::kVerbatim) continue;
+    const std::uint32_t a = static_cast<std::uint32_t>(v < 0 ? -v : v);
     if (a < 16) {
       ++core;
       continue;
@@ -275,9 +323,32 @@ TYPED_TEST(InterpPipeline, ResidualSpreadCountsEveryBucket) {
     while ((a >> (k + 1)) != 0) ++k;
     ++want[std::min(k, spline::kSpreadMaxLog) - spline::kSpreadMinLog];
   }
-  const spline::Spread s = spread_of<TypeParam>(q);
+  const auto w = wide_codes<TypeParam>(q);
+  const spline::Spread s = spline::spread_from_histogram(w.hist.data(), w.nverb);
   EXPECT_EQ(s.core, core);
   for (int b = 0; b <= spline::kSpreadMaxLog - spline::kSpreadMinLog; ++b) EXPECT_EQ(s.bucket[b], want[b]) << b;
+}
+
+// Recoding to a narrower radius: the codes are those of that radius computed
+// from the residuals, the histogram derived on the host is the recoded codes'
+// histogram, and every new code-0 position holds its residual in qv.
+TYPED_TEST(InterpPipeline, RecodeMatchesTheNarrowRadius) {
+  const std::vector<std::int32_t> q = spread_residuals();
+  for (const std::uint32_t r : {16u, 512u, 2048u}) {
+    auto w = wide_codes<TypeParam>(q);
+    spline::recode<TypeParam>(TypeParam(), w.codes, r, w.qv);
+    const auto want_hist = spline::narrow_histogram(w.hist.data(), r);
+    EXPECT_EQ(histogram_of<TypeParam>(w.codes, r), want_hist) << r;
+    const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.codes);
+    const auto v = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.qv);
+    std::uint64_t wrong = 0;
+    const std::int32_t rad = static_cast<std::int32_t>(r);
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      const bool coded = q[i] != spline::kVerbatim && q[i] > -rad && q[i] < rad;
+      wrong += coded ? (c(i) != q[i] + rad) : (c(i) != 0 || v(i) != q[i]);
+    }
+    EXPECT_EQ(wrong, 0u) << r;
+  }
 }
 
 // End to end: the automatic radius is recorded, reported, keeps the bound,

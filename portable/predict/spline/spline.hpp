@@ -23,6 +23,7 @@
 #include <Kokkos_Core.hpp>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "portable/quantize/prequant.hpp"
 
@@ -85,7 +86,7 @@ inline void level_steps(double base_step, double alpha, int levels, double* step
 struct Shape {
   std::uint64_t n[3] = {1, 1, 1};
   std::uint64_t stride[3] = {1, 1, 1};  // memory strides
-  std::uint64_t count() const { return n[0] * n[1] * n[2]; }
+  KOKKOS_INLINE_FUNCTION std::uint64_t count() const { return n[0] * n[1] * n[2]; }
 };
 
 inline Shape make_shape(std::uint64_t n0, std::uint64_t n1, std::uint64_t n2) {
@@ -103,6 +104,27 @@ inline Shape make_shape(std::uint64_t n0, std::uint64_t n1, std::uint64_t n2) {
 // dimensions earlier in the order multiples of s; later ones multiples of 2s.
 // Their neighbours along `dim` (even multiples of s) were reconstructed by
 // earlier passes or levels.
+// Unsigned 32-bit division by a divisor fixed on the host: a multiply-high,
+// a subtract and two shifts (Granlund and Montgomery, "Division by invariant
+// integers using multiplication", 1994, Fig. 4.1), exact for every 32-bit
+// dividend. A GPU's 64-bit division costs some 70 instructions; a pass's
+// point index needed two divisions and two remainders per point.
+struct FastDiv {
+  std::uint32_t d = 1, m = 1, sh1 = 0, sh2 = 0;
+  FastDiv() = default;
+  explicit FastDiv(std::uint32_t div) : d(div) {
+    std::uint32_t l = 0;
+    while (l < 32 && (std::uint64_t(1) << l) < div) ++l;  // l = ceil(log2 d)
+    m = static_cast<std::uint32_t>((std::uint64_t(1) << 32) * ((std::uint64_t(1) << l) - div) / div + 1);
+    sh1 = l < 1 ? l : 1;
+    sh2 = l > 1 ? l - 1 : 0;
+  }
+  KOKKOS_INLINE_FUNCTION std::uint32_t div(std::uint32_t n) const {
+    const std::uint32_t t = static_cast<std::uint32_t>((static_cast<std::uint64_t>(m) * n) >> 32);
+    return (t + ((n - t) >> sh1)) >> sh2;
+  }
+};
+
 struct Pass {
   Shape shape;
   std::uint32_t dim = 0;
@@ -110,9 +132,11 @@ struct Pass {
   std::uint64_t step[3] = {1, 1, 1};   // coordinate step per dimension
   std::uint64_t first[3] = {0, 0, 0};  // first coordinate per dimension
   std::uint64_t cnt[3] = {0, 0, 0};    // points per dimension
+  FastDiv div0, div1;                  // by cnt[0] and cnt[1]
+  bool div32 = false;                  // count() < 2^32: index by div0, div1
   std::uint32_t kind = 0;
   double qstep = 1, inv_qstep = 1;
-  std::uint64_t count() const { return cnt[0] * cnt[1] * cnt[2]; }
+  KOKKOS_INLINE_FUNCTION std::uint64_t count() const { return cnt[0] * cnt[1] * cnt[2]; }
 };
 
 inline Pass make_pass(const Shape& sh, const Config& cfg, std::uint64_t s, int p, double qstep) {
@@ -134,6 +158,11 @@ inline Pass make_pass(const Shape& sh, const Config& cfg, std::uint64_t s, int p
       ps.cnt[d] = (n - 1) / st + 1;
     }
   }
+  if (ps.count() > 0 && ps.count() < (std::uint64_t(1) << 32)) {
+    ps.div0 = FastDiv(static_cast<std::uint32_t>(ps.cnt[0]));
+    ps.div1 = FastDiv(static_cast<std::uint32_t>(ps.cnt[1]));
+    ps.div32 = true;
+  }
   ps.kind = cfg.kind[ps.dim];
   ps.qstep = qstep;
   ps.inv_qstep = 1.0 / qstep;
@@ -141,9 +170,22 @@ inline Pass make_pass(const Shape& sh, const Config& cfg, std::uint64_t s, int p
 }
 
 // Flat element index and coordinate along the pass dimension of pass point k.
+// Passes of fewer than 2^32 points (every field below 2^33 elements) divide
+// in 32 bits by FastDiv; the rest in 64.
 KOKKOS_INLINE_FUNCTION void pass_point(const Pass& p, std::uint64_t k, std::uint64_t& idx, std::uint64_t& c) {
-  const std::uint64_t k0 = k % p.cnt[0], k12 = k / p.cnt[0];
-  const std::uint64_t k1 = k12 % p.cnt[1], k2 = k12 / p.cnt[1];
+  std::uint64_t k0, k1, k2;
+  if (p.div32) {
+    const std::uint32_t k32 = static_cast<std::uint32_t>(k);
+    const std::uint32_t k12 = p.div0.div(k32), q2 = p.div1.div(k12);
+    k0 = k32 - k12 * p.div0.d;
+    k1 = k12 - q2 * p.div1.d;
+    k2 = q2;
+  } else {
+    const std::uint64_t k12 = k / p.cnt[0];
+    k0 = k - k12 * p.cnt[0];
+    k1 = k12 % p.cnt[1];
+    k2 = k12 / p.cnt[1];
+  }
   const std::uint64_t x = p.first[0] + k0 * p.step[0];
   const std::uint64_t y = p.first[1] + k1 * p.step[1];
   const std::uint64_t z = p.first[2] + k2 * p.step[2];
@@ -186,10 +228,14 @@ KOKKOS_INLINE_FUNCTION double predict(const Pass& p, const V& r, std::uint64_t i
   return b;
 }
 
-// Compressor side of one point: code, residual and reconstruction.
-template <class T, class VIn, class VR, class VC, class VQ>
+// Compressor side of one point: code, residual and reconstruction. The
+// residual array is sparse: qv(i) is written only where the code is 0 (an
+// outlier's q or kVerbatim), the only places anyone reads it; `nverb`
+// counts the verbatim elements (rare: an atomic each).
+template <class T, class VIn, class VR, class VC, class VQ, class VN>
 KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int32_t rad, const VIn& in, const VR& r,
-                                           const VC& codes, const VQ& qv, std::uint64_t i, std::uint64_t c) {
+                                           const VC& codes, const VQ& qv, const VN& nverb, std::uint64_t i,
+                                           std::uint64_t c) {
   const double pred = predict(p, r, i, c);
   const T x = in(i);
   const double v = mul_rn(add_rn(static_cast<double>(x), -pred), p.inv_qstep);
@@ -204,21 +250,35 @@ KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int
       rec = cand;
     }
   }
-  codes(i) = (q != kVerbatim && q > -rad && q < rad) ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
-  qv(i) = q;
+  const bool coded = q != kVerbatim && q > -rad && q < rad;
+  codes(i) = coded ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
+  if (!coded) {
+    qv(i) = q;
+    if (q == kVerbatim) Kokkos::atomic_add(&nverb(), std::uint64_t(1));
+  }
   r(i) = rec;
 }
 
-// Decompressor side of one point (qv holds kVerbatim where out already holds
-// the verbatim value).
-template <class T, class VQ, class VOut>
-KOKKOS_INLINE_FUNCTION void decompress_point(const Pass& p, const VQ& qv, const VOut& out, std::uint64_t i,
-                                             std::uint64_t c) {
-  const std::int32_t q = qv(i);
-  if (q == kVerbatim) return;
+// Decompressor side of one point: the residual is code - rad, or for code 0
+// qv(i) (an outlier's q, or kVerbatim where out already holds the verbatim
+// value). Code-0 positions are counted in `zeros` (rare: an atomic each), so
+// the caller can check the outlier and verbatim lists covered them all.
+template <class T, class VC, class VQ, class VOut, class VN>
+KOKKOS_INLINE_FUNCTION void decompress_point(const Pass& p, const VC& codes, const VQ& qv, std::int32_t rad,
+                                             const VOut& out, const VN& zeros, std::uint64_t i, std::uint64_t c) {
+  const std::int32_t code = codes(i);
+  std::int32_t q = code - rad;
+  if (code == 0) {
+    Kokkos::atomic_add(&zeros(), std::uint64_t(1));
+    q = qv(i);
+    if (q == kVerbatim) return;
+  }
   const double pred = predict(p, out, i, c);
   out(i) = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(q), p.qstep)));
 }
+
+// Points an iteration of a pass on GPUs.
+constexpr std::uint64_t kPassPerIter = 4;
 
 // Host backends walk a pass row by row along x: no index divisions per
 // point (pass_point's four), the same points and the same arithmetic.
@@ -237,11 +297,24 @@ void for_each_point(const ExecSpace& space, const Pass& pass, const char* label,
           }
         });
   } else {
+    // kPassPerIter points an iteration, k = c + j iters (coalesced across a
+    // warp): one point an iteration leaves Kokkos 3.4's CUDA RangePolicy
+    // with 64-thread blocks (README, "Dependencies").
+    const std::uint64_t total = p.count(), iters = (total + kPassPerIter - 1) / kPassPerIter;
+    // The functor holds the pass twice (here and in f), over Kokkos 3.4's
+    // 512-byte threshold for passing it as a kernel argument: the light-weight
+    // hint keeps it one (a constant-memory launch doubled the small passes' time).
+    const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
+                                                      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for(
-        label, Kokkos::RangePolicy<ExecSpace>(space, 0, p.count()), KOKKOS_LAMBDA(const std::uint64_t k) {
-          std::uint64_t i, c;
-          pass_point(p, k, i, c);
-          f(i, c);
+        label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
+          for (std::uint64_t j = 0; j < kPassPerIter; ++j) {
+            const std::uint64_t k = it + j * iters;
+            if (k >= total) break;
+            std::uint64_t i, c;
+            pass_point(p, k, i, c);
+            f(i, c);
+          }
         });
   }
 }
@@ -252,23 +325,27 @@ void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::
                    Kokkos::View<const T*, typename ExecSpace::memory_space> in,
                    Kokkos::View<T*, typename ExecSpace::memory_space> r,
                    Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                   Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
+                   Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                   Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   const Pass p = pass;
   const std::int32_t rad = static_cast<std::int32_t>(radius);
   for_each_point(space, pass, "ksz::spline::compress_pass", KOKKOS_LAMBDA(const std::uint64_t i, const std::uint64_t c) {
-    compress_point<T>(p, bound, rad, in, r, codes, qv, i, c);
+    compress_point<T>(p, bound, rad, in, r, codes, qv, nverb, i, c);
   });
 }
 
-// Decompressor side: qv holds every residual (kVerbatim where out already
-// holds the verbatim value).
+// Decompressor side: codes with the sparse residuals of code-0 positions
+// (decompress_point).
 template <class ExecSpace, class T>
 void decompress_pass(const ExecSpace& space, const Pass& pass,
-                     Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
-                     Kokkos::View<T*, typename ExecSpace::memory_space> out) {
+                     Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                     Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv, std::uint32_t radius,
+                     Kokkos::View<T*, typename ExecSpace::memory_space> out,
+                     Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
   const Pass p = pass;
+  const std::int32_t rad = static_cast<std::int32_t>(radius);
   for_each_point(space, pass, "ksz::spline::decompress_pass", KOKKOS_LAMBDA(const std::uint64_t i, const std::uint64_t c) {
-    decompress_point<T>(p, qv, out, i, c);
+    decompress_point<T>(p, codes, qv, rad, out, zeros, i, c);
   });
 }
 
@@ -311,81 +388,41 @@ KOKKOS_INLINE_FUNCTION std::uint64_t iter_element(std::uint64_t c, std::uint64_t
   return host ? c * kPerIter + k : c + k * iters;
 }
 
-// Counts over the whole field by teams: each thread counts its elements in
-// registers, the team sums them with scratch-memory atomics and adds its sums
-// to the global ones, one atomic per counter and team. (Kokkos 3.4's CUDA
-// parallel_reduce keeps each thread's value in shared memory and reached a
-// fraction of memory bandwidth: 2 ms for this pass at 512^3 on an H200.)
-// Counts are integers, so the order of additions does not matter.
-constexpr std::uint64_t kCountSlice = std::uint64_t(1) << 16;  // elements per team
-
-// The elements [first, end) by stride that a team thread visits in its
-// team's slice of kCountSlice elements of [0, n). Host teams are one thread:
-// there the stride is a literal 1, so that the caller's loop vectorizes.
-struct SliceWalk {
-  std::uint64_t first, end, stride;
-};
-template <class ExecSpace>
-Kokkos::TeamPolicy<ExecSpace> slice_teams(const ExecSpace& space, std::uint64_t n) {  // n > 0
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
-  return Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>((n + kCountSlice - 1) / kCountSlice), host ? 1 : 256);
-}
-template <class Mem, class Member>
-KOKKOS_INLINE_FUNCTION SliceWalk slice_walk(const Member& team, std::uint64_t n) {
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
-  const std::uint64_t begin = static_cast<std::uint64_t>(team.league_rank()) * kCountSlice;
-  const std::uint64_t end = begin + kCountSlice < n ? begin + kCountSlice : n;
-  if (host) return {begin, end, 1};
-  return {begin + static_cast<std::uint64_t>(team.team_rank()), end, static_cast<std::uint64_t>(team.team_size())};
-}
-
-template <class ExecSpace>
-Spread residual_spread(const ExecSpace& space,
-                       Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv) {
-  using Mem = typename ExecSpace::memory_space;
-  using Policy = Kokkos::TeamPolicy<ExecSpace>;
-  using Member = typename Policy::member_type;
-  using Scratch = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space,
-                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  constexpr int nb = kSpreadMaxLog - kSpreadMinLog + 1;
-  const std::uint64_t n = qv.extent(0);
-  Kokkos::View<std::uint64_t*, Mem> tot("ksz::spline::spread", nb + 1);  // buckets, then core
-  if (n > 0) {
-    auto policy = slice_teams(space, n);
-    policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(nb + 1)));
-    Kokkos::parallel_for(
-        "ksz::spline::residual_spread", policy, KOKKOS_LAMBDA(const Member& team) {
-          Scratch local(team.team_scratch(0), nb + 1);
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nb + 1), [&](const int j) { local(j) = 0; });
-          team.team_barrier();
-          std::uint32_t core = 0, bucket[nb] = {};
-          const SliceWalk w = slice_walk<Mem>(team, n);
-          for (std::uint64_t i = w.first; i < w.end; i += w.stride) {
-            const std::int32_t q = qv(i);
-            if (q == kVerbatim) continue;
-            const std::uint32_t a = q < 0 ? 0u - static_cast<std::uint32_t>(q) : static_cast<std::uint32_t>(q);
-            if (a < (1u << kSpreadMinLog)) {
-              ++core;
-              continue;
-            }
-            int l = 0;  // floor(log2 a) - kSpreadMinLog, clamped to the last bucket
-            for (int j = kSpreadMinLog + 1; j <= kSpreadMaxLog; ++j) l += (a >> j) != 0 ? 1 : 0;
-            for (int j = 0; j < nb; ++j) bucket[j] += l == j ? 1u : 0u;  // unrolled: registers
-          }
-          for (int j = 0; j < nb; ++j)
-            if (bucket[j]) Kokkos::atomic_add(&local(j), bucket[j]);
-          if (core) Kokkos::atomic_add(&local(nb), core);
-          team.team_barrier();
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nb + 1), [&](const int j) {
-            if (local(j)) Kokkos::atomic_add(&tot(j), static_cast<std::uint64_t>(local(j)));
-          });
-        });
+// The spread from the code histogram at radius kAutoRadiusMax (the codes the
+// passes write when the radius is automatic): code c != 0 is q = c - 4096,
+// so every bucket below 2^12 is a sum of bins; the last takes code 0 less
+// the verbatim elements (counted by the passes). No pass over the residuals.
+inline Spread spread_from_histogram(const std::uint64_t* hist, std::uint64_t nverb) {
+  constexpr std::int64_t R = kAutoRadiusMax;
+  Spread s{};
+  for (std::int64_t c = 1; c < 2 * R; ++c) {
+    if (!hist[c]) continue;
+    const std::uint64_t a = static_cast<std::uint64_t>(c >= R ? c - R : R - c);
+    if (a < (1u << kSpreadMinLog)) {
+      s.core += hist[c];
+      continue;
+    }
+    int k = kSpreadMinLog;
+    while (k < kSpreadMaxLog && (a >> (k + 1)) != 0) ++k;
+    s.bucket[k - kSpreadMinLog] += hist[c];
   }
-  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), tot);
-  Spread s;
-  for (int j = 0; j < nb; ++j) s.bucket[j] = h(j);
-  s.core = h(nb);
+  s.bucket[kSpreadMaxLog - kSpreadMinLog] += hist[0] - nverb;
   return s;
+}
+
+// The histogram the codes of radius r (<= kAutoRadiusMax) will have, from the
+// histogram at kAutoRadiusMax: the same counts for |q| < r, the rest in bin 0.
+inline std::vector<std::uint64_t> narrow_histogram(const std::uint64_t* hist, std::uint32_t r) {
+  constexpr std::uint32_t R = kAutoRadiusMax;
+  std::vector<std::uint64_t> h(2 * std::size_t(r), 0);
+  std::uint64_t rest = 0;
+  for (std::uint32_t c = 0; c < 2 * R; ++c) {
+    const std::int64_t q = std::int64_t(c) - R;
+    if (c != 0 && q > -std::int64_t(r) && q < std::int64_t(r)) h[std::size_t(q + r)] = hist[c];
+    else rest += hist[c];
+  }
+  h[0] = rest;
+  return h;
 }
 
 // The radius of least estimated size; ties go to the smaller radius.
@@ -414,21 +451,26 @@ inline std::uint32_t choose_radius(const Spread& s, std::size_t index_bytes) {
   return best_r;
 }
 
-// Codes of a chosen radius from the residuals (anchors and passes alike):
-// q + radius inside the alphabet, else 0 (outlier or verbatim).
+// Codes of radius kAutoRadiusMax to radius r, in place: q + r inside the
+// narrower alphabet, else 0, the residual then going to the sparse qv (code-0
+// positions only, as the passes write it).
 template <class ExecSpace>
-void recode(const ExecSpace& space, Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
-            std::uint32_t radius, Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes) {
-  const std::int32_t rad = static_cast<std::int32_t>(radius);
+void recode(const ExecSpace& space, Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+            std::uint32_t r, Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
+  const std::int32_t from = static_cast<std::int32_t>(kAutoRadiusMax), rad = static_cast<std::int32_t>(r);
   using Mem = typename ExecSpace::memory_space;
-  const std::uint64_t n = qv.extent(0), iters = (n + kPerIter - 1) / kPerIter;
+  const std::uint64_t n = codes.extent(0), iters = (n + kPerIter - 1) / kPerIter;
   Kokkos::parallel_for(
       "ksz::spline::recode", Kokkos::RangePolicy<ExecSpace>(space, 0, iters), KOKKOS_LAMBDA(const std::uint64_t c) {
         for (std::uint64_t k = 0; k < kPerIter; ++k) {
           const std::uint64_t i = iter_element<Mem>(c, k, iters);
           if (i >= n) continue;
-          const std::int32_t q = qv(i);
-          codes(i) = (q != kVerbatim && q > -rad && q < rad) ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
+          const std::int32_t code = codes(i);
+          if (code == 0) continue;  // outlier or verbatim at any radius: qv holds it
+          const std::int32_t q = code - from;
+          const bool coded = q > -rad && q < rad;
+          codes(i) = coded ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
+          if (!coded) qv(i) = q;
         }
       });
 }
@@ -442,7 +484,7 @@ struct Anchors {
   Shape shape;
   std::uint64_t S = 8;
   std::uint64_t cnt[3] = {1, 1, 1};
-  std::uint64_t rows() const { return cnt[1] * cnt[2]; }
+  KOKKOS_INLINE_FUNCTION std::uint64_t rows() const { return cnt[1] * cnt[2]; }
 };
 
 inline Anchors make_anchors(const Shape& sh, std::uint64_t S) {
@@ -458,41 +500,53 @@ KOKKOS_INLINE_FUNCTION std::uint64_t anchor_row_base(const Anchors& a, std::uint
   return y * a.shape.stride[1] + z * a.shape.stride[2];
 }
 
+// One row of anchors along x (compress_anchors; the trial's teams).
+template <class T, class VIn, class VR, class VC, class VQ, class VN>
+KOKKOS_INLINE_FUNCTION void compress_anchor_row(const Anchors& a, const quantize::QuantParams& q_p,
+                                                std::uint32_t radius, const VIn& in, const VR& r, const VC& codes,
+                                                const VQ& qv, const VN& nverb, std::uint64_t row) {
+  const std::uint64_t base = anchor_row_base(a, row);
+  std::uint32_t prev = 0;
+  for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
+    const std::uint64_t i = base + j * a.S;
+    const T x = in(i);
+    std::int32_t q;
+    const bool ok = quantize::prequantize<T>(x, q_p, q);
+    const std::int32_t d = static_cast<std::int32_t>(static_cast<std::uint32_t>(q) - prev);
+    const std::int64_t rad = radius;
+    // |q| < 2^30 makes d != kVerbatim, so the marker stays unambiguous.
+    const bool coded = ok && d > -rad && d < rad;
+    codes(i) = coded ? static_cast<std::uint16_t>(d + rad) : std::uint16_t(0);
+    if (!coded) qv(i) = ok ? d : kVerbatim;  // sparse, as compress_point's
+    if (!ok) Kokkos::atomic_add(&nverb(), std::uint64_t(1));
+    r(i) = ok ? quantize::reconstruct<T>(q, q_p.step) : x;
+    prev = static_cast<std::uint32_t>(q);
+  }
+}
+
 template <class ExecSpace, class T>
 void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
                       std::uint32_t radius, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
                       Kokkos::View<T*, typename ExecSpace::memory_space> r,
                       Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                      Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
+                      Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                      Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   const Anchors a = anchors;
   const quantize::QuantParams q_p = qp;
   Kokkos::parallel_for(
       "ksz::spline::compress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows()),
-      KOKKOS_LAMBDA(const std::uint64_t row) {
-        const std::uint64_t base = anchor_row_base(a, row);
-        std::uint32_t prev = 0;
-        for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
-          const std::uint64_t i = base + j * a.S;
-          const T x = in(i);
-          std::int32_t q;
-          const bool ok = quantize::prequantize<T>(x, q_p, q);
-          const std::int32_t d = static_cast<std::int32_t>(static_cast<std::uint32_t>(q) - prev);
-          const std::int64_t rad = radius;
-          // |q| < 2^30 makes d != kVerbatim, so the marker stays unambiguous.
-          codes(i) = ok && d > -rad && d < rad ? static_cast<std::uint16_t>(d + rad) : std::uint16_t(0);
-          qv(i) = ok ? d : kVerbatim;
-          r(i) = ok ? quantize::reconstruct<T>(q, q_p.step) : x;
-          prev = static_cast<std::uint32_t>(q);
-        }
-      });
+      KOKKOS_LAMBDA(const std::uint64_t row) { compress_anchor_row<T>(a, q_p, radius, in, r, codes, qv, nverb, row); });
 }
 
 template <class ExecSpace, class T>
 void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
-                        Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
-                        Kokkos::View<T*, typename ExecSpace::memory_space> out) {
+                        Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                        Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv, std::uint32_t radius,
+                        Kokkos::View<T*, typename ExecSpace::memory_space> out,
+                        Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
   const Anchors a = anchors;
   const quantize::QuantParams q_p = qp;
+  const std::int32_t rad = static_cast<std::int32_t>(radius);
   Kokkos::parallel_for(
       "ksz::spline::decompress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows()),
       KOKKOS_LAMBDA(const std::uint64_t row) {
@@ -500,7 +554,12 @@ void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const qu
         std::uint32_t prev = 0;
         for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
           const std::uint64_t i = base + j * a.S;
-          const std::int32_t d = qv(i);
+          const std::int32_t code = codes(i);
+          std::int32_t d = code - rad;
+          if (code == 0) {
+            Kokkos::atomic_add(&zeros(), std::uint64_t(1));
+            d = qv(i);
+          }
           if (d == kVerbatim) {  // the chain continues from the value's own q (0 if none)
             std::int32_t q;
             quantize::prequantize<T>(out(i), q_p, q);
@@ -672,6 +731,74 @@ void gather_sample(const ExecSpace& space, const Shape& field, const Sample& sam
         for (int d = 0; d < 3; ++d) src += (b[d] * sm.box[d] + c[d]) * f.stride[d];
         out(i) = in(src);
       });
+}
+
+// A view seen from an offset (a box of the trial's sample).
+template <class V>
+struct Shifted {
+  V v;
+  std::uint64_t base;
+  KOKKOS_INLINE_FUNCTION typename V::reference_type operator()(std::uint64_t i) const { return v(base + i); }
+};
+
+// The trial's predictions in one kernel: a team per (configuration, box)
+// runs the box's anchors and every pass, a team barrier between passes (the
+// points of a pass depend only on earlier ones, as in `traverse`). Codes of
+// configuration c land in codes[c ns, (c + 1) ns) for ns = boxes * box
+// elements. `passes` holds each configuration's passes in traversal order.
+// One launch instead of one per box, pass and configuration (80 on a 3D
+// field, each a few microseconds of work).
+template <class ExecSpace, class T>
+void trial_predict(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& aqp,
+                   std::uint32_t radius, double bound, std::uint64_t boxes, std::uint32_t configs,
+                   Kokkos::View<const Pass*, typename ExecSpace::memory_space> passes,
+                   Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                   Kokkos::View<T*, typename ExecSpace::memory_space> rec,
+                   Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                   Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
+  using Mem = typename ExecSpace::memory_space;
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using Member = typename Policy::member_type;
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  const Anchors a = anchors;
+  const quantize::QuantParams q_p = aqp;
+  const std::uint64_t box_n = a.shape.count(), ns = boxes * box_n;
+  const std::uint32_t npass = static_cast<std::uint32_t>(passes.extent(0) / configs);
+  const std::int32_t rad = static_cast<std::int32_t>(radius);
+  Kokkos::View<std::uint64_t, Mem> nverb("ksz::spline::trial_verbatim");  // not needed by the trial
+  const auto body = KOKKOS_LAMBDA(const Member& team) {
+    const std::uint64_t c = static_cast<std::uint64_t>(team.league_rank()) / boxes;
+    const std::uint64_t k = static_cast<std::uint64_t>(team.league_rank()) % boxes;
+    using VIn = Kokkos::View<const T*, Mem>;
+    using VR = Kokkos::View<T*, Mem>;
+    using VC = Kokkos::View<std::uint16_t*, Mem>;
+    using VQ = Kokkos::View<std::int32_t*, Mem>;
+    const Shifted<VIn> bin{in, k * box_n};
+    const Shifted<VR> brec{rec, c * ns + k * box_n};
+    const Shifted<VC> bcodes{codes, c * ns + k * box_n};
+    const Shifted<VQ> bqv{qv, c * ns + k * box_n};
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, a.rows()), [&](const std::uint64_t row) {
+      compress_anchor_row<T>(a, q_p, radius, bin, brec, bcodes, bqv, nverb, row);
+    });
+    for (std::uint32_t j = 0; j < npass; ++j) {
+      team.team_barrier();
+      const Pass p = passes(c * npass + j);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, p.count()), [&](const std::uint64_t t) {
+        std::uint64_t i, x;
+        pass_point(p, t, i, x);
+        compress_point<T>(p, bound, rad, bin, brec, bcodes, bqv, nverb, i, x);
+      });
+    }
+  };
+  const int league = static_cast<int>(boxes * configs);
+  // At most 256 threads: a block of them launches whatever the kernel's
+  // register count (<= 255 each).
+  int ts = 1;
+  if (!host) {
+    ts = Policy(space, league, Kokkos::AUTO).team_size_max(body, Kokkos::ParallelForTag());
+    ts = ts > 256 ? 256 : ts;
+  }
+  Kokkos::parallel_for("ksz::spline::trial_predict", Policy(space, league, ts), body);
 }
 
 // Estimated bits of a code histogram (code 0 = outlier or verbatim, 64 bits
