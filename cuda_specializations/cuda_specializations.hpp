@@ -109,6 +109,12 @@ bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, co
 // offsets[c] = words of chunk c; status |= 1 on a symbol without code. With
 // sub > 0 (huffman::Runs::step when runs are stored), run_bits gets the bit
 // length of every run of sub symbols but each chunk's last, as huffman::encode.
+// The histogram of n codes below nbins (<= 8192) into hist (nbins counts, on
+// the device), the same counts as histogram::histogram; false (nothing done)
+// when switched off, nbins is out of range or codes is not 16-byte aligned.
+bool code_histogram(const Kokkos::Cuda& space, const std::uint16_t* codes, std::uint64_t n, std::uint32_t nbins,
+                    std::uint32_t center, std::uint64_t* hist);
+
 bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
                         std::uint32_t chunk_symbols, const std::uint32_t* enc, std::uint32_t nsym,
                         std::uint64_t* offsets, std::uint32_t* status, std::uint32_t sub, std::uint64_t per_chunk,

@@ -820,6 +820,75 @@ template bool lorenzo_inverse3d<double>(const Kokkos::Cuda&, const std::uint16_t
                                        const std::int32_t*, std::uint64_t, const LorenzoShape&, std::uint32_t, double,
                                        double*, std::uint64_t&);
 
+// ------------------------------------------- histogram of a code array
+//
+// histogram::histogram's twin for the interp pipeline's codes (same counts):
+// eight codes a thread per 16-byte load, the 8 bins from hot0 counted in the
+// 8-bit fields of one register (as the fused kernels do) and flushed into the
+// block's shared histogram every kHotFlush rounds, the rest by shared atomics;
+// the block adds its histogram to the global one once. The portable version
+// counts its hot window by a select per bin and code.
+namespace {
+__global__ void __launch_bounds__(kThreads)
+    code_histogram_kernel(const uint4* __restrict__ vec, std::uint64_t nvec, const std::uint16_t* __restrict__ tail,
+                          std::uint32_t ntail, std::uint32_t nbins, std::uint32_t hot0,
+                          unsigned long long* __restrict__ hist) {
+  extern __shared__ std::uint32_t lh[];
+  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x) lh[b] = 0;
+  __syncthreads();
+  unsigned long long hot = 0;
+  const auto count = [&](std::uint32_t c) {
+    const std::uint32_t h = c - hot0;
+    const bool is_hot = h < std::uint32_t(kHotBins);
+    hot += static_cast<unsigned long long>(is_hot) << (8 * (h & (kHotBins - 1)));
+    if (!is_hot && c < nbins) atomicAdd(&lh[c], 1u);
+  };
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
+  int since_flush = 0;
+  // Block-uniform rounds (flush_hot is a warp collective).
+  for (std::uint64_t base = std::uint64_t(blockIdx.x) * blockDim.x; base < nvec; base += stride) {
+    const std::uint64_t v = base + threadIdx.x;
+    if (v < nvec) {
+      const uint4 w = vec[v];
+      const std::uint32_t x[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        count(x[k] & 0xFFFFu);
+        count(x[k] >> 16);
+      }
+    }
+    if (++since_flush == kHotFlush) {  // at most 8 a field a round
+      flush_hot(hot, lh, hot0, nbins);
+      since_flush = 0;
+    }
+  }
+  if (blockIdx.x == 0 && threadIdx.x < ntail) count(tail[threadIdx.x]);
+  flush_hot(hot, lh, hot0, nbins);
+  __syncthreads();
+  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x)
+    if (lh[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(lh[b]));
+}
+}  // namespace
+
+bool code_histogram(const Kokkos::Cuda& space, const std::uint16_t* codes, std::uint64_t n, std::uint32_t nbins,
+                    std::uint32_t center, std::uint64_t* hist) {
+  if (!enabled() || nbins == 0 || nbins > kMaxBins || (reinterpret_cast<std::uintptr_t>(codes) & 15) != 0) return false;
+  cudaStream_t st = space.cuda_stream();
+  check(cudaMemsetAsync(hist, 0, std::size_t(nbins) * sizeof(std::uint64_t), st), "histogram reset");
+  if (n == 0) return true;
+  const std::uint64_t nvec = n / 8;
+  const std::size_t shmem = std::size_t(nbins) * sizeof(std::uint32_t);
+  const std::uint64_t want = (nvec + kThreads - 1) / kThreads;
+  const std::uint64_t cap = std::uint64_t(launch::resident_blocks(code_histogram_kernel, kThreads, shmem));
+  const int blocks = static_cast<int>(std::max<std::uint64_t>(1, std::min(want, cap)));
+  const std::uint32_t hot0 = center >= kHotBins / 2 ? center - kHotBins / 2 : 0;
+  code_histogram_kernel<<<blocks, kThreads, shmem, st>>>(reinterpret_cast<const uint4*>(codes), nvec,
+                                                         codes + nvec * 8, static_cast<std::uint32_t>(n - nvec * 8),
+                                                         nbins, hot0, reinterpret_cast<unsigned long long*>(hist));
+  check(cudaGetLastError(), "code_histogram_kernel");
+  return true;
+}
+
 template bool finite_minmax<float>(const Kokkos::Cuda&, const float*, std::uint64_t, double&, double&);
 template bool finite_minmax<double>(const Kokkos::Cuda&, const double*, std::uint64_t, double&, double&);
 template bool lorenzo_fused_compress<float>(const Kokkos::Cuda&, const float*, const LorenzoShape&,

@@ -1,14 +1,16 @@
 // Histogram of quantization codes (cusz-2020 section IV-A). Quantization codes
 // crowd around the center (a zero residual), so the center bins would make
 // every atomic contend. Each thread therefore counts the kHot bins around the
-// center in registers (cusz-i section VI-A's top-k idea; two 16-bit counters
-// a register, so a count costs kHot / 2 selects, not kHot), sends the rest to a
+// center in registers (cusz-i section VI-A's top-k idea), sends the rest to a
 // per-team scratch histogram (cuSZ's replicated per-block copies), and the
 // team adds its counts to the global histogram once. Integer counts: the
 // result is the same on every backend.
 #pragma once
 #include <Kokkos_Core.hpp>
 #include <cstdint>
+#include <type_traits>
+
+#include "cuda_specializations/cuda_specializations.hpp"
 
 namespace ksz::histogram {
 
@@ -17,11 +19,7 @@ constexpr std::uint64_t kTeamSlice = std::uint64_t(1) << 16;
 // Scratch histograms above this many bins go straight to global atomics.
 constexpr std::uint32_t kMaxScratchBins = 8192;
 // Bins around the center counted in registers: [center - kHot/2, center + kHot/2).
-constexpr std::uint32_t kHot = 16;
-// Threads per team on GPUs: a thread meets kTeamSlice / kTeamThreads codes,
-// which its 16-bit register counters must hold.
-constexpr int kTeamThreads = 256;
-static_assert(kTeamSlice / kTeamThreads < 65536, "hot counters are 16-bit");
+constexpr std::uint32_t kHot = 32;
 
 template <class ExecSpace>
 void histogram(const ExecSpace& space,
@@ -29,6 +27,11 @@ void histogram(const ExecSpace& space,
                Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> hist, std::uint32_t center) {
   const std::uint64_t n = codes.extent(0);
   const std::uint32_t nbins = static_cast<std::uint32_t>(hist.extent(0));
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    if (hist.span_is_contiguous() && cuda_spec::code_histogram(space, codes.data(), n, nbins, center, hist.data()))
+      return;
+#endif
   Kokkos::deep_copy(space, hist, 0);
   if (n == 0) return;
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
@@ -74,7 +77,7 @@ void histogram(const ExecSpace& space,
   const std::uint64_t league = (n + kTeamSlice - 1) / kTeamSlice;
   // The hot window, clipped into [0, nbins).
   const std::uint32_t lo = center >= kHot / 2 ? center - kHot / 2 : 0;
-  Policy policy(space, static_cast<int>(league), host ? 1 : kTeamThreads);
+  Policy policy(space, static_cast<int>(league), host ? 1 : 256);
   policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(nbins)));
   Kokkos::parallel_for(
       "ksz::histogram::team", policy, KOKKOS_LAMBDA(const Member& team) {
@@ -89,13 +92,12 @@ void histogram(const ExecSpace& space,
             if (c < nbins) ++local(c);
           }
         } else {
-          std::uint32_t hot[kHot / 2];  // bin 2k in the low half of hot[k], 2k + 1 in the high
-          for (std::uint32_t k = 0; k < kHot / 2; ++k) hot[k] = 0;
+          std::uint32_t hot[kHot];
+          for (std::uint32_t k = 0; k < kHot; ++k) hot[k] = 0;
           const auto count = [&](const std::uint32_t c) {
             const std::uint32_t d = c - lo;  // wraps for c < lo
             if (d < kHot && c < nbins) {
-              const std::uint32_t inc = 1u << (16 * (d & 1)), w = d >> 1;
-              for (std::uint32_t k = 0; k < kHot / 2; ++k) hot[k] += w == k ? inc : 0u;  // unrolled: registers
+              for (std::uint32_t k = 0; k < kHot; ++k) hot[k] += d == k ? 1u : 0u;  // unrolled: registers
             } else if (c < nbins) {
               Kokkos::atomic_add(&local(c), std::uint32_t(1));
             }
@@ -114,10 +116,8 @@ void histogram(const ExecSpace& space,
             i = end / 4 * 4 + team.team_rank();
           }
           for (; i < end; i += stride) count(codes(i));
-          for (std::uint32_t k = 0; k < kHot; ++k) {
-            const std::uint32_t h = (hot[k >> 1] >> (16 * (k & 1))) & 0xFFFFu;
-            if (h && lo + k < nbins) Kokkos::atomic_add(&local(lo + k), h);
-          }
+          for (std::uint32_t k = 0; k < kHot; ++k)
+            if (hot[k] && lo + k < nbins) Kokkos::atomic_add(&local(lo + k), hot[k]);
         }
         team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nbins), [&](const std::uint32_t b) {

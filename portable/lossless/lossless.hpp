@@ -520,11 +520,14 @@ struct Encoded {
 // Synchronizes twice (to size the result, and at the end). When the payload
 // would take `give_up_at` bytes or more, only `size` is set (no gather, empty
 // `bytes`): the caller keeps its input. Throws ksz::InvalidInput for a
-// log2_block outside [kLog2BlockMin, kLog2BlockMax].
+// log2_block outside [kLog2BlockMin, kLog2BlockMax]. With a workspace lease
+// its buffers (the payload included, valid while the lease is held) come
+// from the workspace: no allocation per call.
 template <class ExecSpace>
 Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> in,
                           Method method, int log2_block = kLog2BlockDefault,
-                          std::uint64_t give_up_at = ~std::uint64_t(0)) {
+                          std::uint64_t give_up_at = ~std::uint64_t(0),
+                          typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   KSZ_EXPECTS(log2_block >= kLog2BlockMin && log2_block <= kLog2BlockMax, "lossless: block size 2^", log2_block,
               " out of range");
@@ -534,12 +537,18 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   const std::uint64_t nb = (n + bsize - 1) / bsize;
   KSZ_EXPECTS(nb < (std::uint64_t(1) << 31), "lossless: input of ", n, " bytes has too many blocks");
   const int unit = method == Method::ZeroWords ? 4 : 1;
-  Kokkos::View<std::uint64_t*, Mem> sizes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::sizes"),
-                                          nb);
-  Kokkos::View<std::uint64_t*, Mem> offsets(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::offsets"), nb + 1);
-  Kokkos::View<std::uint8_t*, Mem> staging(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::staging"),
-                                           nb * bsize);
+  using WS = pipeline::Workspace<Mem>;
+  const auto buffer = [&](auto zero, typename WS::Slot slot, std::size_t count, const char* label) {
+    using V = decltype(zero);
+    return ws ? ws->template get<V>(slot, count, label)
+              : Kokkos::View<V*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), count);
+  };
+  const Kokkos::View<std::uint64_t*, Mem> table =
+      buffer(std::uint64_t(0), WS::kLosslessSizes, 2 * nb + 1, "ksz::lossless::sizes");
+  const Kokkos::View<std::uint64_t*, Mem> sizes = Kokkos::subview(table, std::make_pair(std::uint64_t(0), nb));
+  const Kokkos::View<std::uint64_t*, Mem> offsets = Kokkos::subview(table, std::make_pair(nb, 2 * nb + 1));
+  const Kokkos::View<std::uint8_t*, Mem> staging =
+      buffer(std::uint8_t(0), WS::kLosslessStaging, nb * bsize, "ksz::lossless::staging");
   const int ts = impl::team_size<ExecSpace>();
   const std::size_t scratch = 8 * ((impl::levels_of(static_cast<std::uint32_t>(bsize), unit).scratch + 7) / 8);
   if (nb > 0)
@@ -557,8 +566,7 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   Encoded<ExecSpace> res;
   res.size = data_start + total;
   if (res.size >= give_up_at) return res;
-  res.bytes = Kokkos::View<std::uint8_t*, Mem>(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::payload"), res.size);
+  res.bytes = buffer(std::uint8_t(0), WS::kLosslessPayload, res.size, "ksz::lossless::payload");
   Kokkos::View<std::uint8_t*, Kokkos::HostSpace> head("ksz::lossless::header", kHeaderBytes);
   std::memcpy(head.data(), &n, 8);
   head(8) = static_cast<std::uint8_t>(log2_block);

@@ -13,6 +13,50 @@ namespace ksz::outliers {
 // Elements per compaction block (one team each).
 constexpr std::uint64_t kCompactBlock = 4096;
 
+// The second and third steps of compact_indices, for a caller that counted
+// the hits of each block itself: offsets(b) holds block b's count on entry
+// (nblocks + 1 entries, the last ignored) and the exclusive scan on return.
+template <class ExecSpace, class Pred>
+Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_counted(
+    const ExecSpace& space, std::uint64_t n, Pred pred, const char* label,
+    Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> offsets,
+    std::uint64_t known_count = ~std::uint64_t(0)) {
+  using Mem = typename ExecSpace::memory_space;
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using Member = typename Policy::member_type;
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  const std::uint64_t nblocks = (n + kCompactBlock - 1) / kCompactBlock;
+  KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1, "internal: compaction counts too short");
+  std::uint64_t count = 0;
+  Kokkos::parallel_scan(
+      "ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
+      KOKKOS_LAMBDA(const std::uint64_t b, std::uint64_t& pos, const bool final) {
+        const std::uint64_t c = b < nblocks ? offsets(b) : 0;
+        if (final) offsets(b) = pos;
+        pos += c;
+      });
+  Kokkos::deep_copy(space, count, Kokkos::subview(offsets, nblocks));
+  space.fence();
+  KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
+  Kokkos::View<std::uint64_t*, Mem> idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), count);
+  if (count == 0) return idx;
+  Policy policy(space, static_cast<int>(nblocks), host ? 1 : 256);
+  Kokkos::parallel_for(
+      "ksz::outliers::compact", policy, KOKKOS_LAMBDA(const Member& team) {
+        const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank());
+        const std::uint64_t base = offsets(b);
+        if (offsets(b + 1) == base) return;  // no hits in this block: the whole team leaves
+        const std::uint64_t begin = b * kCompactBlock, end = begin + kCompactBlock < n ? begin + kCompactBlock : n;
+        Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, begin, end),
+                              [&](const std::uint64_t i, std::uint64_t& pos, const bool final) {
+                                const bool hit = pred(i);
+                                if (final && hit) idx(base + pos) = i;
+                                pos += hit ? 1 : 0;
+                              });
+      });
+  return idx;
+}
+
 // Indices i in [0, n) with pred(i), increasing. pred must be a device-callable
 // functor taking std::uint64_t. Three steps: per-block counts (a team
 // reduction each), an exclusive scan over the few block counts, and a team
@@ -47,33 +91,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_indices(
             [&](const std::uint64_t i, std::uint64_t& acc) { acc += pred(i) ? 1 : 0; }, c);
         Kokkos::single(Kokkos::PerTeam(team), [&]() { offsets(b) = c; });
       });
-  std::uint64_t count = 0;
-  Kokkos::parallel_scan(
-      "ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
-      KOKKOS_LAMBDA(const std::uint64_t b, std::uint64_t& pos, const bool final) {
-        const std::uint64_t c = b < nblocks ? offsets(b) : 0;
-        if (final) offsets(b) = pos;
-        pos += c;
-      });
-  Kokkos::deep_copy(space, count, Kokkos::subview(offsets, nblocks));
-  space.fence();
-  KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
-  Kokkos::View<std::uint64_t*, Mem> idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), count);
-  if (count == 0) return idx;
-  Kokkos::parallel_for(
-      "ksz::outliers::compact", policy, KOKKOS_LAMBDA(const Member& team) {
-        const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank());
-        const std::uint64_t base = offsets(b);
-        if (offsets(b + 1) == base) return;  // no hits in this block: the whole team leaves
-        const std::uint64_t begin = b * kCompactBlock, end = begin + kCompactBlock < n ? begin + kCompactBlock : n;
-        Kokkos::parallel_scan(Kokkos::TeamThreadRange(team, begin, end),
-                              [&](const std::uint64_t i, std::uint64_t& pos, const bool final) {
-                                const bool hit = pred(i);
-                                if (final && hit) idx(base + pos) = i;
-                                pos += hit ? 1 : 0;
-                              });
-      });
-  return idx;
+  return compact_counted(space, n, pred, label, offsets, known_count);
 }
 
 namespace impl {

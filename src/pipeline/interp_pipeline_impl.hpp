@@ -137,14 +137,18 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     space.fence();
     radius = spline::choose_radius(spline::spread_from_histogram(wide_h.data(), n_verbatim), index_width(n));
     hist = spline::narrow_histogram(wide_h.data(), radius);
-    if (radius != coded_radius) spline::recode<ExecSpace>(space, codes, radius, qv);
     timer.mark("radius choice");
   }
 
-  // Outlier and verbatim lists: the code-0 positions in one compaction over
-  // the codes, then split by their residual (a compaction over that short list).
-  const auto zero_idx = outliers::compact_indices(
-      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index");
+  // Outlier and verbatim lists: the code-0 positions (counted per block while
+  // recoding, or while reading the codes once when the radius stays), in one
+  // compaction, then split by their residual (a compaction over that short list).
+  Kokkos::View<std::uint64_t*, Mem> zero_counts(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::zero_counts"),
+                                                (n + outliers::kCompactBlock - 1) / outliers::kCompactBlock + 1);
+  spline::recode<ExecSpace>(space, codes, coded_radius, radius, qv, zero_counts);
+
+  const auto zero_idx = outliers::compact_counted(
+      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index", zero_counts);
   const std::uint64_t n_zero = zero_idx.extent(0);
   const auto out_at = outliers::compact_indices(
       space, n_zero, KOKKOS_LAMBDA(const std::uint64_t j) { return qv(zero_idx(j)) != spline::kVerbatim; },

@@ -257,7 +257,8 @@ template <class ExecSpace, class Timer>
 std::vector<std::uint8_t> words_segment(const ExecSpace& space,
                                         Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> words,
                                         std::uint64_t n_words, LosslessId pass, LosslessId& applied, Timer& timer,
-                                        Report* report) {
+                                        Report* report,
+                                        typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   applied = LosslessId::None;
   std::vector<std::uint8_t> out;
@@ -273,7 +274,7 @@ std::vector<std::uint8_t> words_segment(const ExecSpace& space,
     const Kokkos::View<const std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
         reinterpret_cast<const std::uint8_t*>(words.data()), n_words * 4);
     enc = lossless::encode<ExecSpace>(space, bytes, static_cast<lossless::Method>(pass), lossless::kLog2BlockDefault,
-                                      n_words * 4);
+                                      n_words * 4, ws);
   }
   if (pass != LosslessId::None) timer.mark("lossless pass");  // fenced: sizes were read back
   if (attempt && enc.size < n_words * 4) {
@@ -388,7 +389,7 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   out.lengths.assign(book.lengths.begin(), book.lengths.end());
   out.offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
   out.run_bits = to_host_bytes(enc.run_bits, enc.run_bits.extent(0));
-  out.words = words_segment(space, enc.words, enc.n_words, pass, out.lossless, timer, report);
+  out.words = words_segment(space, enc.words, enc.n_words, pass, out.lossless, timer, report, ws);
   return out;
 }
 

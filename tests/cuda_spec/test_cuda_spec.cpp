@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "cuda_specializations/cuda_specializations.hpp"
+#include "portable/histogram/histogram.hpp"
 #include "portable/lossless/lossless.hpp"
 #include "tests/common/fields.hpp"
 
@@ -165,6 +166,54 @@ TEST(CudaSpecializations, LosslessCodedBoundSameAsPortable) {
           const std::uint64_t special = lossless::coded_lower_bound<Kokkos::Cuda>(space, d, m, lb);
           EXPECT_EQ(portable, special) << n_words << " words, " << zero_percent << "% zero bytes, block 2^" << lb;
         }
+      }
+    }
+  }
+}
+
+// The code histogram (histogram::histogram's CUDA twin) counts what the
+// portable one counts: codes crowded at the center, spread over the whole
+// alphabet, above the alphabet (not counted), a hot window clipped at 0, and
+// lengths that end inside a 16-byte vector; a misaligned start falls back.
+TEST(CudaSpecializations, CodeHistogramSameAsPortable) {
+  SpecGuard guard;
+  Kokkos::Cuda space;
+  std::uint64_t seed = 11;
+  auto next = [&seed] {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(seed >> 32);
+  };
+  for (const std::uint64_t n : {1ull, 7ull, 8ull, 4099ull, 100003ull, 3000000ull}) {
+    for (const std::uint32_t radius : {2u, 512u, 4096u}) {
+      std::vector<std::uint16_t> h(n + 1);
+      for (auto& c : h) {
+        const std::uint32_t r = next() % 100;
+        const std::int32_t spread = r < 60 ? 3 : r < 90 ? 40 : 9000;
+        const std::int32_t v = std::int32_t(radius) + std::int32_t(next() % (2 * spread + 1)) - spread;
+        c = static_cast<std::uint16_t>(v < 0 ? 0 : v > 65535 ? 65535 : v);
+      }
+      Kokkos::View<std::uint16_t*, Kokkos::CudaSpace> d("codes", n + 1);
+      Kokkos::deep_copy(d, Kokkos::View<const std::uint16_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                               h.data(), n + 1));
+      for (const std::uint64_t off : {0ull, 1ull}) {  // 1: misaligned, the portable path either way
+        const Kokkos::View<const std::uint16_t*, Kokkos::CudaSpace> codes =
+            Kokkos::subview(d, std::make_pair(off, off + n));
+        Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> hp("hp", 2 * radius), hs("hs", 2 * radius);
+        cuda_spec::set_enabled(false);
+        histogram::histogram<Kokkos::Cuda>(space, codes, hp, radius);
+        cuda_spec::set_enabled(true);
+        histogram::histogram<Kokkos::Cuda>(space, codes, hs, radius);
+        const auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hp);
+        const auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hs);
+        std::uint64_t diff = 0, total = 0;
+        for (std::uint32_t k = 0; k < 2 * radius; ++k) {
+          diff += a(k) != b(k) ? 1 : 0;
+          total += b(k);
+        }
+        EXPECT_EQ(diff, 0u) << n << " codes, radius " << radius << ", offset " << off;
+        std::uint64_t want = 0;
+        for (std::uint64_t i = 0; i < n; ++i) want += h[off + i] < 2 * radius ? 1 : 0;
+        EXPECT_EQ(total, want) << n << " codes, radius " << radius << ", offset " << off;
       }
     }
   }

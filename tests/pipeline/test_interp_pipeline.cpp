@@ -336,18 +336,24 @@ TYPED_TEST(InterpPipeline, RecodeMatchesTheNarrowRadius) {
   const std::vector<std::int32_t> q = spread_residuals();
   for (const std::uint32_t r : {16u, 512u, 2048u}) {
     auto w = wide_codes<TypeParam>(q);
-    spline::recode<TypeParam>(TypeParam(), w.codes, r, w.qv);
+    const std::uint64_t nb = (q.size() + outliers::kCompactBlock - 1) / outliers::kCompactBlock;
+    Kokkos::View<std::uint64_t*, typename TypeParam::memory_space> counts("counts", nb + 1);
+    spline::recode<TypeParam>(TypeParam(), w.codes, spline::kAutoRadiusMax, r, w.qv, counts);
+    const auto counts_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counts);
     const auto want_hist = spline::narrow_histogram(w.hist.data(), r);
     EXPECT_EQ(histogram_of<TypeParam>(w.codes, r), want_hist) << r;
     const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.codes);
     const auto v = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.qv);
     std::uint64_t wrong = 0;
     const std::int32_t rad = static_cast<std::int32_t>(r);
+    std::vector<std::uint64_t> zeros(nb, 0);
     for (std::size_t i = 0; i < q.size(); ++i) {
       const bool coded = q[i] != spline::kVerbatim && q[i] > -rad && q[i] < rad;
       wrong += coded ? (c(i) != q[i] + rad) : (c(i) != 0 || v(i) != q[i]);
+      zeros[i / outliers::kCompactBlock] += coded ? 0 : 1;
     }
     EXPECT_EQ(wrong, 0u) << r;
+    for (std::uint64_t b = 0; b < nb; ++b) EXPECT_EQ(counts_h(b), zeros[b]) << r << " block " << b;
   }
 }
 

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "portable/quantize/outliers.hpp"
 #include "portable/quantize/prequant.hpp"
 
 namespace ksz::spline {
@@ -451,27 +452,88 @@ inline std::uint32_t choose_radius(const Spread& s, std::size_t index_bytes) {
   return best_r;
 }
 
-// Codes of radius kAutoRadiusMax to radius r, in place: q + r inside the
+// Codes of radius `from` to radius r <= from, in place: q + r inside the
 // narrower alphabet, else 0, the residual then going to the sparse qv (code-0
-// positions only, as the passes write it).
+// positions only, as the passes write it). With r == from the codes stay as
+// they are. Either way counts(b) receives the code-0 positions of block b of
+// outliers::kCompactBlock codes, for outliers::compact_counted. A team per
+// block; on GPUs four codes per 8-byte word (2-byte accesses keep too few
+// bytes in flight).
+// One code of recode: the new code (and qv where it becomes an outlier). A
+// functor, not a lambda: nvcc's host-device lambda captured in another one
+// called a null function pointer on host backends.
+template <class Mem>
+struct RecodeOne {
+  Kokkos::View<std::int32_t*, Mem> qv;
+  std::int32_t from, rad;
+  bool same;
+  KOKKOS_INLINE_FUNCTION std::uint32_t operator()(std::uint64_t i, std::uint32_t code) const {
+    if (code == 0 || same) return code;  // code 0: outlier or verbatim at any radius, qv holds it
+    const std::int32_t q = static_cast<std::int32_t>(code) - from;
+    if (q > -rad && q < rad) return static_cast<std::uint32_t>(q + rad);
+    qv(i) = q;
+    return 0;
+  }
+};
+
 template <class ExecSpace>
 void recode(const ExecSpace& space, Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-            std::uint32_t r, Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
-  const std::int32_t from = static_cast<std::int32_t>(kAutoRadiusMax), rad = static_cast<std::int32_t>(r);
+            std::uint32_t from, std::uint32_t r, Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+            Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> counts) {
   using Mem = typename ExecSpace::memory_space;
-  const std::uint64_t n = codes.extent(0), iters = (n + kPerIter - 1) / kPerIter;
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  using Member = typename Policy::member_type;
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  constexpr std::uint64_t B = outliers::kCompactBlock;
+  static_assert(B % 4 == 0, "blocks of whole words");
+  const std::uint64_t n = codes.extent(0), nblocks = (n + B - 1) / B;
+  if (n == 0) return;
+  const RecodeOne<Mem> one{qv, static_cast<std::int32_t>(from), static_cast<std::int32_t>(r), from == r};
+  const bool same = from == r;
+  std::uint64_t* const words = reinterpret_cast<std::uint64_t*>(codes.data());
+  const bool by_word = !host && (reinterpret_cast<std::uintptr_t>(codes.data()) & 7) == 0;
   Kokkos::parallel_for(
-      "ksz::spline::recode", Kokkos::RangePolicy<ExecSpace>(space, 0, iters), KOKKOS_LAMBDA(const std::uint64_t c) {
-        for (std::uint64_t k = 0; k < kPerIter; ++k) {
-          const std::uint64_t i = iter_element<Mem>(c, k, iters);
-          if (i >= n) continue;
-          const std::int32_t code = codes(i);
-          if (code == 0) continue;  // outlier or verbatim at any radius: qv holds it
-          const std::int32_t q = code - from;
-          const bool coded = q > -rad && q < rad;
-          codes(i) = coded ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
-          if (!coded) qv(i) = q;
+      "ksz::spline::recode", Policy(space, static_cast<int>(nblocks), host ? 1 : 256),
+      KOKKOS_LAMBDA(const Member& team) {
+        const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank());
+        const std::uint64_t begin = b * B, end = begin + B < n ? begin + B : n;
+        std::uint64_t zeros = 0;
+        if (by_word) {
+          const std::uint64_t wend = end / 4;  // whole words; the tail below
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, begin / 4, wend),
+              [&](const std::uint64_t w, std::uint64_t& acc) {
+                const std::uint64_t x = words[w];
+                std::uint64_t y = 0;
+                for (int k = 0; k < 4; ++k) {
+                  const std::uint32_t c = one(4 * w + k, static_cast<std::uint32_t>((x >> (16 * k)) & 0xFFFFu));
+                  y |= static_cast<std::uint64_t>(c) << (16 * k);
+                  acc += c == 0 ? 1 : 0;
+                }
+                if (!same) words[w] = y;
+              },
+              zeros);
+          std::uint64_t tail = 0;
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, wend * 4, end),
+              [&](const std::uint64_t i, std::uint64_t& acc) {
+                const std::uint32_t c = one(i, codes(i));
+                codes(i) = static_cast<std::uint16_t>(c);
+                acc += c == 0 ? 1 : 0;
+              },
+              tail);
+          zeros += tail;
+        } else {
+          Kokkos::parallel_reduce(
+              Kokkos::TeamThreadRange(team, begin, end),
+              [&](const std::uint64_t i, std::uint64_t& acc) {
+                const std::uint32_t c = one(i, codes(i));
+                codes(i) = static_cast<std::uint16_t>(c);
+                acc += c == 0 ? 1 : 0;
+              },
+              zeros);
         }
+        Kokkos::single(Kokkos::PerTeam(team), [&]() { counts(b) = zeros; });
       });
 }
 
