@@ -22,14 +22,16 @@ inline spline::Shape spline_shape(const Dims& dims) {
 // against an all-linear one on a sample; cfg keeps the cheaper.
 template <class ExecSpace, class T>
 void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int rank, const double* steps, double bound,
-                        Kokkos::View<const T*, typename ExecSpace::memory_space> in, spline::Config& cfg) {
+                        Kokkos::View<const T*, typename ExecSpace::memory_space> in, spline::Config& cfg,
+                        typename Workspace<typename ExecSpace::memory_space>::Lease& ws) {
   using Mem = typename ExecSpace::memory_space;
+  using WS = Workspace<Mem>;
   Kokkos::View<const T*, Mem> sample = in;
   spline::Shape box = sh;  // predicted independently, `boxes` of them one after the other
   std::uint64_t boxes = 1;
   if (sh.count() > spline::kTrialWhole) {
     const spline::Sample plan = spline::plan_sample(sh, rank);
-    Kokkos::View<T*, Mem> g(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::sample"), plan.shape.count());
+    const Kokkos::View<T*, Mem> g = ws.template get<T>(WS::kTrialSample, plan.shape.count(), "ksz::spline::sample");
     spline::gather_sample<ExecSpace, T>(space, sh, plan, in, g);
     sample = g;
     box = spline::make_shape(plan.box[0], plan.box[1], plan.box[2]);
@@ -51,17 +53,19 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
           aqp = q;
         },
         [&](const spline::Pass& p) { host_passes.push_back(p); });
-  Kokkos::View<spline::Pass*, Mem> passes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_passes"),
-                                          host_passes.size());
+  const Kokkos::View<spline::Pass*, Mem> passes =
+      ws.template get<spline::Pass>(WS::kTrialPasses, host_passes.size(), "ksz::spline::trial_passes");
   Kokkos::deep_copy(space, passes,
                     Kokkos::View<const spline::Pass*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                         host_passes.data(), host_passes.size()));
-  Kokkos::View<T*, Mem> rec(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_rec"), 2 * ns);
-  Kokkos::View<std::uint16_t*, Mem> codes(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_codes"),
-                                          2 * ns);
-  Kokkos::View<std::int32_t*, Mem> qv(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::spline::trial_q"), 2 * ns);
+  const Kokkos::View<T*, Mem> rec = ws.template get<T>(WS::kTrialRec, 2 * ns, "ksz::spline::trial_rec");
+  const Kokkos::View<std::uint16_t*, Mem> codes =
+      ws.template get<std::uint16_t>(WS::kTrialCodes, 2 * ns, "ksz::spline::trial_codes");
+  const Kokkos::View<std::int32_t*, Mem> qv =
+      ws.template get<std::int32_t>(WS::kTrialResiduals, 2 * ns, "ksz::spline::trial_q");
   spline::trial_predict<ExecSpace, T>(space, anchors, aqp, radius, bound, boxes, 2, passes, sample, rec, codes, qv);
-  Kokkos::View<std::uint64_t*, Mem> hist("ksz::spline::trial_hist", 2 * radius);
+  const Kokkos::View<std::uint64_t*, Mem> hist =
+      ws.template get<std::uint64_t>(WS::kHistogram, 2 * radius, "ksz::hist");  // zeroed by histogram()
   double bits[2];
   for (int c = 0; c < 2; ++c) {
     histogram::histogram<ExecSpace>(space, Kokkos::subview(codes, std::make_pair(c * ns, (c + 1) * ns)), hist, radius);
@@ -81,6 +85,9 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const std::uint64_t n = dims.count();
   KSZ_EXPECTS(in.extent(0) == n, "input has ", in.extent(0), " elements, dims say ", n);
   StageTimer<ExecSpace> timer(space, report);
+  // The large buffers from the workspace (no allocation per call once sized).
+  using WS = Workspace<Mem>;
+  typename WS::Lease ws;
 
   const Range range = value_range<ExecSpace, T>(space, in);
   double abs_bound = opt.bound;
@@ -101,12 +108,9 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const int L = spline::level_count(cfg.anchor_stride);
   double steps[16];
   spline::level_steps(qp.step, abs_bound > 0 ? cfg.alpha : 1.0, L, steps);
-  choose_spline_kind<ExecSpace, T>(space, sh, s3.rank, steps, qp.bound, in, cfg);
+  choose_spline_kind<ExecSpace, T>(space, sh, s3.rank, steps, qp.bound, in, cfg, ws);
   timer.mark("auto-tune");
 
-  // The large buffers from the workspace (no allocation per call once sized).
-  using WS = Workspace<Mem>;
-  typename WS::Lease ws;
   const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(WS::kCodes, n, "ksz::codes");
   const Kokkos::View<T*, Mem> rec = ws.template get<T>(WS::kInterpRec, n, "ksz::reconstructed");
   // Residuals of the code-0 positions only (sparse: never initialized).

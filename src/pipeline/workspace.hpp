@@ -42,6 +42,11 @@ class Workspace {
     kLosslessSizes,    // the lossless encoder's block sizes and offsets
     kLosslessStaging,  // its coded blocks before the gather
     kLosslessPayload,  // and its payload
+    kTrialSample,      // the interp spline-kind trial's sample,
+    kTrialRec,         // its reconstructions,
+    kTrialCodes,       // codes,
+    kTrialResiduals,   // sparse residuals
+    kTrialPasses,      // and pass table
     kSlots
   };
 

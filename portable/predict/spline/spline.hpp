@@ -135,6 +135,7 @@ struct Pass {
   std::uint64_t cnt[3] = {0, 0, 0};    // points per dimension
   FastDiv div0, div1;                  // by cnt[0] and cnt[1]
   bool div32 = false;                  // count() < 2^32: index by div0, div1
+  bool last = false;                   // the traversal's last pass: nothing reads its reconstruction
   std::uint32_t kind = 0;
   double qstep = 1, inv_qstep = 1;
   KOKKOS_INLINE_FUNCTION std::uint64_t count() const { return cnt[0] * cnt[1] * cnt[2]; }
@@ -257,7 +258,7 @@ KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int
     qv(i) = q;
     if (q == kVerbatim) Kokkos::atomic_add(&nverb(), std::uint64_t(1));
   }
-  r(i) = rec;
+  if (!p.last) r(i) = rec;  // the last pass's values are never predicted from
 }
 
 // Decompressor side of one point: the residual is code - rad, or for code 0
@@ -643,12 +644,21 @@ void traverse(const Shape& sh, const Config& cfg, const double* steps, double bo
   const int L = level_count(cfg.anchor_stride);
   const quantize::QuantParams aqp{steps[L], 1.0 / steps[L], bound};
   body_anchor(make_anchors(sh, cfg.anchor_stride), aqp);
+  Pass pending;  // run one behind, so the last can be marked
+  bool have = false;
   for (int l = L; l >= 1; --l) {
     const std::uint64_t s = std::uint64_t(1) << (l - 1);
     for (int p = 0; p < 3; ++p) {
       const Pass pass = make_pass(sh, cfg, s, p, steps[l - 1]);
-      if (pass.count() > 0) body_pass(pass);
+      if (pass.count() == 0) continue;
+      if (have) body_pass(pending);
+      pending = pass;
+      have = true;
     }
+  }
+  if (have) {
+    pending.last = true;
+    body_pass(pending);
   }
 }
 
