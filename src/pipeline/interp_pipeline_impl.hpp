@@ -131,14 +131,14 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   timer.mark("predict+quantize");
   std::uint32_t radius = coded_radius;
   std::vector<std::uint64_t> hist;  // the final codes' histogram, when known here
+  std::uint64_t n_verbatim = 0;     // counted by the passes
+  Kokkos::deep_copy(space, n_verbatim, nverb);
+  space.fence();
   if (auto_radius) {
     const Kokkos::View<std::uint64_t*, Mem> wide =
         ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
     histogram::histogram<ExecSpace>(space, codes, wide, coded_radius);
     const auto wide_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), wide);
-    std::uint64_t n_verbatim = 0;
-    Kokkos::deep_copy(space, n_verbatim, nverb);
-    space.fence();
     radius = spline::choose_radius(spline::spread_from_histogram(wide_h.data(), n_verbatim), index_width(n));
     hist = spline::narrow_histogram(wide_h.data(), radius);
     timer.mark("radius choice");
@@ -147,41 +147,48 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // Outlier and verbatim lists: the code-0 positions (counted per block while
   // recoding, or while reading the codes once when the radius stays), in one
   // compaction, then split by their residual (a compaction over that short list).
-  Kokkos::View<std::uint64_t*, Mem> zero_counts(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::zero_counts"),
-                                                (n + outliers::kCompactBlock - 1) / outliers::kCompactBlock + 1);
+  const Kokkos::View<std::uint64_t*, Mem> zero_counts = ws.template get<std::uint64_t>(
+      WS::kZeroCounts, (n + outliers::kCompactBlock - 1) / outliers::kCompactBlock + 1, "ksz::zero_counts");
   spline::recode<ExecSpace>(space, codes, coded_radius, radius, qv, zero_counts);
 
   const auto zero_idx = outliers::compact_counted(
       space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index", zero_counts);
   const std::uint64_t n_zero = zero_idx.extent(0);
-  const auto out_at = outliers::compact_indices(
-      space, n_zero, KOKKOS_LAMBDA(const std::uint64_t j) { return qv(zero_idx(j)) != spline::kVerbatim; },
-      "ksz::outlier_at");
-  const auto verb_at = outliers::compact_indices(
-      space, n_zero, KOKKOS_LAMBDA(const std::uint64_t j) { return qv(zero_idx(j)) == spline::kVerbatim; },
-      "ksz::verbatim_at");
-  Kokkos::View<std::uint64_t*, Mem> out_idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_index"),
-                                            out_at.extent(0));
+  KSZ_EXPECTS(n_verbatim <= n_zero, "internal: more verbatim elements than code-0 positions");
+  Kokkos::View<std::uint64_t*, Mem> out_idx = zero_idx, verb_idx;  // without verbatim elements: every code 0
+  Kokkos::View<T*, Mem> verb_val;
+  if (n_verbatim > 0) {  // split the code-0 positions by their residual (compactions over that short list)
+    const auto out_at = outliers::compact_indices(
+        space, n_zero, KOKKOS_LAMBDA(const std::uint64_t j) { return qv(zero_idx(j)) != spline::kVerbatim; },
+        "ksz::outlier_at", n_zero - n_verbatim);
+    const auto verb_at = outliers::compact_indices(
+        space, n_zero, KOKKOS_LAMBDA(const std::uint64_t j) { return qv(zero_idx(j)) == spline::kVerbatim; },
+        "ksz::verbatim_at", n_verbatim);
+    out_idx = Kokkos::View<std::uint64_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_index"),
+                                                out_at.extent(0));
+    verb_idx = Kokkos::View<std::uint64_t*, Mem>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_index"), verb_at.extent(0));
+    verb_val = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
+                                     verb_at.extent(0));
+    const Kokkos::View<std::uint64_t*, Mem> o_idx = out_idx, v_idx = verb_idx;
+    const Kokkos::View<T*, Mem> v_val = verb_val;
+    Kokkos::parallel_for(
+        "ksz::outlier_split", Kokkos::RangePolicy<ExecSpace>(space, 0, out_at.extent(0)),
+        KOKKOS_LAMBDA(const std::uint64_t j) { o_idx(j) = zero_idx(out_at(j)); });
+    Kokkos::parallel_for(
+        "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_at.extent(0)),
+        KOKKOS_LAMBDA(const std::uint64_t j) {
+          const std::uint64_t i = zero_idx(verb_at(j));
+          v_idx(j) = i;
+          v_val(j) = in(i);
+        });
+  }
   Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
-                                           out_at.extent(0));
+                                           out_idx.extent(0));
+  const Kokkos::View<const std::uint64_t*, Mem> oidx = out_idx;
   Kokkos::parallel_for(
-      "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_at.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t j) {
-        const std::uint64_t i = zero_idx(out_at(j));
-        out_idx(j) = i;
-        out_val(j) = qv(i);
-      });
-  Kokkos::View<std::uint64_t*, Mem> verb_idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_index"),
-                                             verb_at.extent(0));
-  Kokkos::View<T*, Mem> verb_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
-                                 verb_at.extent(0));
-  Kokkos::parallel_for(
-      "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_at.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t j) {
-        const std::uint64_t i = zero_idx(verb_at(j));
-        verb_idx(j) = i;
-        verb_val(j) = in(i);
-      });
+      "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
+      KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = qv(oidx(j)); });
   timer.mark("outliers");
 
   // Its last stage ends before the Huffman segments' copy to the host, which

@@ -47,6 +47,7 @@ class Workspace {
     kTrialCodes,       // codes,
     kTrialResiduals,   // sparse residuals
     kTrialPasses,      // and pass table
+    kZeroCounts,       // the interp compressor's code-0 counts per compaction block
     kSlots
   };
 
