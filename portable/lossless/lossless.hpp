@@ -669,7 +669,8 @@ bool cannot_shrink(const ExecSpace& space,
 // (then out holds partial data).
 template <class ExecSpace>
 void decode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> payload,
-            Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> out) {
+            Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> out,
+            typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint64_t size = payload.extent(0);
   KSZ_STREAM_CHECK(size >= kHeaderBytes, "lossless payload of ", size, " bytes is shorter than its header");
@@ -683,8 +684,10 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename E
   const std::uint64_t data_start = kHeaderBytes + 4 * nb;
   KSZ_STREAM_CHECK(data_start <= size, "lossless payload truncated in its size table");
   const int unit = info.method == Method::ZeroWords ? 4 : 1;
-  Kokkos::View<std::uint64_t*, Mem> offsets(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::offsets"), nb + 1);
+  const Kokkos::View<std::uint64_t*, Mem> offsets =
+      ws ? ws->template get<std::uint64_t>(pipeline::Workspace<Mem>::kLosslessSizes, nb + 1, "ksz::lossless::offsets")
+         : Kokkos::View<std::uint64_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::offsets"),
+                                             nb + 1);
   Kokkos::View<std::uint32_t*, Mem> status("ksz::lossless::status", 1);
   Kokkos::parallel_scan("ksz::lossless::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nb + 1),
                         impl::BlockOffsets<ExecSpace>{payload, offsets, status, n, nb, info.log2_block});

@@ -319,7 +319,8 @@ template <class ExecSpace, class Timer = NoStages>
 Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> huffman_words(const ExecSpace& space,
                                                                              const container::Parsed& s,
                                                                              std::uint64_t n_words,
-                                                                             Timer&& timer = NoStages{}) {
+                                                                             Timer&& timer = NoStages{},
+                                                                             typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   const auto& seg = s.require(SegmentId::HuffmanWords);
   if (s.header.lossless == LosslessId::None) {
@@ -329,11 +330,14 @@ Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> huffman_words(con
   }
   const auto payload = to_device<std::uint8_t>(space, seg, seg.size, "lossless payload");
   timer.mark("copy to device");
-  Kokkos::View<std::uint32_t*, Mem> words(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman_words"),
-                                          n_words);
+  // With a workspace lease the decoded words and the decoder's offsets live in it.
+  const Kokkos::View<std::uint32_t*, Mem> words =
+      ws ? ws->template get<std::uint32_t>(Workspace<Mem>::kHuffWords, n_words, "ksz::huffman_words")
+         : Kokkos::View<std::uint32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman_words"),
+                                             n_words);
   const Kokkos::View<std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
       reinterpret_cast<std::uint8_t*>(words.data()), n_words * 4);
-  lossless::decode<ExecSpace>(space, payload, bytes);
+  lossless::decode<ExecSpace>(space, payload, bytes, ws);
   timer.mark("lossless decode");
   return words;
 }
@@ -419,7 +423,7 @@ Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_co
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
   const auto runs = run_bits_of(space, s, n, hchunk);
-  auto words = huffman_words<ExecSpace>(space, s, n_words, timer);
+  auto words = huffman_words<ExecSpace>(space, s, n_words, timer, ws);
   const Kokkos::View<std::uint16_t*, Mem> codes =
       ws ? ws->template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes")
          : Kokkos::View<std::uint16_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
