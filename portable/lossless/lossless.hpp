@@ -538,17 +538,12 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   KSZ_EXPECTS(nb < (std::uint64_t(1) << 31), "lossless: input of ", n, " bytes has too many blocks");
   const int unit = method == Method::ZeroWords ? 4 : 1;
   using WS = pipeline::Workspace<Mem>;
-  const auto buffer = [&](auto zero, typename WS::Slot slot, std::size_t count, const char* label) {
-    using V = decltype(zero);
-    return ws ? ws->template get<V>(slot, count, label)
-              : Kokkos::View<V*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), count);
-  };
   const Kokkos::View<std::uint64_t*, Mem> table =
-      buffer(std::uint64_t(0), WS::kLosslessSizes, 2 * nb + 1, "ksz::lossless::sizes");
+      WS::template buffer<std::uint64_t>(ws, WS::kLosslessSizes, 2 * nb + 1, "ksz::lossless::sizes");
   const Kokkos::View<std::uint64_t*, Mem> sizes = Kokkos::subview(table, std::make_pair(std::uint64_t(0), nb));
   const Kokkos::View<std::uint64_t*, Mem> offsets = Kokkos::subview(table, std::make_pair(nb, 2 * nb + 1));
   const Kokkos::View<std::uint8_t*, Mem> staging =
-      buffer(std::uint8_t(0), WS::kLosslessStaging, nb * bsize, "ksz::lossless::staging");
+      WS::template buffer<std::uint8_t>(ws, WS::kLosslessStaging, nb * bsize, "ksz::lossless::staging");
   const int ts = impl::team_size<ExecSpace>();
   const std::size_t scratch = 8 * ((impl::levels_of(static_cast<std::uint32_t>(bsize), unit).scratch + 7) / 8);
   if (nb > 0)
@@ -566,7 +561,7 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   Encoded<ExecSpace> res;
   res.size = data_start + total;
   if (res.size >= give_up_at) return res;
-  res.bytes = buffer(std::uint8_t(0), WS::kLosslessPayload, res.size, "ksz::lossless::payload");
+  res.bytes = WS::template buffer<std::uint8_t>(ws, WS::kLosslessPayload, res.size, "ksz::lossless::payload");
   Kokkos::View<std::uint8_t*, Kokkos::HostSpace> head("ksz::lossless::header", kHeaderBytes);
   std::memcpy(head.data(), &n, 8);
   head(8) = static_cast<std::uint8_t>(log2_block);
@@ -684,10 +679,9 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename E
   const std::uint64_t data_start = kHeaderBytes + 4 * nb;
   KSZ_STREAM_CHECK(data_start <= size, "lossless payload truncated in its size table");
   const int unit = info.method == Method::ZeroWords ? 4 : 1;
+  using WS = pipeline::Workspace<Mem>;
   const Kokkos::View<std::uint64_t*, Mem> offsets =
-      ws ? ws->template get<std::uint64_t>(pipeline::Workspace<Mem>::kLosslessSizes, nb + 1, "ksz::lossless::offsets")
-         : Kokkos::View<std::uint64_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::lossless::offsets"),
-                                             nb + 1);
+      WS::template buffer<std::uint64_t>(ws, WS::kLosslessSizes, nb + 1, "ksz::lossless::offsets");
   Kokkos::View<std::uint32_t*, Mem> status("ksz::lossless::status", 1);
   Kokkos::parallel_scan("ksz::lossless::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nb + 1),
                         impl::BlockOffsets<ExecSpace>{payload, offsets, status, n, nb, info.log2_block});

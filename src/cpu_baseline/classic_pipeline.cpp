@@ -416,14 +416,7 @@ void classic_decompress(const container::Parsed& s, T* out, unsigned threads, Re
       if (codes(i) == 0) out[i] = unpred[k++];
   });
   timer.mark("unpredictables");
-  if (report) {
-    report->elements = n;
-    report->input_bytes = n * sizeof(T);
-    report->verbatim = n_unpred;
-    report->abs_bound = h.abs_bound;
-    report->value_min = h.value_min;
-    report->value_max = h.value_max;
-  }
+  pipeline::impl::report_decoded<T>(report, h, n, n_unpred);
 }
 
 template std::vector<std::uint8_t> classic_compress<float>(const float*, const Dims&, const Options&, Report*,

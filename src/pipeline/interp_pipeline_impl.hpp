@@ -63,7 +63,11 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
       ws.template get<std::uint16_t>(WS::kTrialCodes, 2 * ns, "ksz::spline::trial_codes");
   const Kokkos::View<std::int32_t*, Mem> qv =
       ws.template get<std::int32_t>(WS::kTrialResiduals, 2 * ns, "ksz::spline::trial_q");
-  spline::trial_predict<ExecSpace, T>(space, anchors, aqp, radius, bound, boxes, 2, passes, sample, rec, codes, qv);
+  // Its verbatim count is not read: the workspace's first counter, left as it is.
+  const Kokkos::View<std::uint64_t, Mem> unread(
+      ws.template get<std::uint64_t>(WS::kCounters, 2, "ksz::interp::counters").data());
+  spline::trial_predict<ExecSpace, T>(space, anchors, aqp, radius, bound, boxes, 2, passes, sample, rec, codes, qv,
+                                      unread);
   const Kokkos::View<std::uint64_t*, Mem> hist =
       ws.template get<std::uint64_t>(WS::kHistogram, 2 * radius, "ksz::hist");  // zeroed by histogram()
   double bits[2];
@@ -115,7 +119,10 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const Kokkos::View<T*, Mem> rec = ws.template get<T>(WS::kInterpRec, n, "ksz::reconstructed");
   // Residuals of the code-0 positions only (sparse: never initialized).
   const Kokkos::View<std::int32_t*, Mem> qv = ws.template get<std::int32_t>(WS::kInterpResiduals, n, "ksz::residuals");
-  Kokkos::View<std::uint64_t, Mem> nverb("ksz::interp::verbatim_count");
+  // The passes' verbatim count: the workspace's second counter, zeroed here.
+  const Kokkos::View<std::uint64_t, Mem> nverb(
+      ws.template get<std::uint64_t>(WS::kCounters, 2, "ksz::interp::counters").data() + 1);
+  Kokkos::deep_copy(space, nverb, std::uint64_t(0));
   // Radius 0 (automatic): code with the largest candidate, then choose from
   // the code histogram and recode (spline::choose_radius).
   const bool auto_radius = opt.radius == 0;
@@ -146,7 +153,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
 
   // Outlier and verbatim lists: the code-0 positions (counted per block while
   // recoding, or while reading the codes once when the radius stays), in one
-  // compaction, then split by their residual (a compaction over that short list).
+  // compaction; split below only when there are verbatim elements.
   const Kokkos::View<std::uint64_t*, Mem> zero_counts = ws.template get<std::uint64_t>(
       WS::kZeroCounts, (n + outliers::kCompactBlock - 1) / outliers::kCompactBlock + 1, "ksz::zero_counts");
   spline::recode<ExecSpace>(space, codes, coded_radius, radius, qv, zero_counts);
@@ -321,9 +328,7 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
       KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& acc) { acc += qv(oi(j)) == spline::kVerbatim ? 1 : 0; },
       bad);
   KSZ_STREAM_CHECK(bad == 0, "outlier and verbatim lists overlap");
-  // A caller's output of the right size is reused (as the Lorenzo pipeline does).
-  if (out.extent(0) != n || !out.span_is_contiguous())
-    out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
+  ensure_output(out, n);
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);
   timer.mark("outliers");
 
@@ -334,7 +339,9 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   spline::level_steps(step, degenerate ? 1.0 : cfg.alpha, L, steps);
   const spline::Shape sh = spline_shape(h.dims);
   const double bound = h.abs_bound;
-  Kokkos::View<std::uint64_t, Mem> zeros("ksz::interp::zeros");
+  const Kokkos::View<std::uint64_t, Mem> zeros(
+      ws.template get<std::uint64_t>(WS::kCounters, 1, "ksz::interp::counters").data());
+  Kokkos::deep_copy(space, zeros, std::uint64_t(0));
   spline::traverse(
       sh, cfg, steps, bound,
       [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
@@ -350,15 +357,8 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
                      ") disagree");
   }
   timer.mark("interp inverse");
-  if (report) {
-    report->elements = n;
-    report->input_bytes = n * sizeof(T);
-    report->outliers = n_out;
-    report->verbatim = n_verb;
-    report->abs_bound = h.abs_bound;
-    report->value_min = h.value_min;
-    report->value_max = h.value_max;
-  }
+  report_decoded<T>(report, h, n, n_verb);
+  if (report) report->outliers = n_out;
 }
 
 }  // namespace ksz::pipeline

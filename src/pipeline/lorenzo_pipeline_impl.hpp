@@ -287,10 +287,7 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
                           NonZeroCodeAt<Mem>{codes, oi}, mismatched);
   timer.mark("outliers");
 
-  // A caller's output of the right size is reused (device-resident callers
-  // keep one buffer across calls); anything else is replaced.
-  if (out.extent(0) != n || !out.span_is_contiguous())
-    out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::output"), n);
+  ensure_output(out, n);
   const lorenzo::Geometry geo = geometry(h.dims, c3);
   std::uint64_t zeros = 0;
   bool inverted = false;
@@ -312,15 +309,8 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);
   timer.mark("lorenzo inverse+dequantize");
-  if (report) {
-    report->elements = n;
-    report->input_bytes = n * sizeof(T);
-    report->outliers = n_out;
-    report->verbatim = n_verb;
-    report->abs_bound = h.abs_bound;
-    report->value_min = h.value_min;
-    report->value_max = h.value_max;
-  }
+  report_decoded<T>(report, h, n, n_verb);
+  if (report) report->outliers = n_out;
 }
 
 }  // namespace ksz::pipeline

@@ -332,9 +332,7 @@ Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> huffman_words(con
   timer.mark("copy to device");
   // With a workspace lease the decoded words and the decoder's offsets live in it.
   const Kokkos::View<std::uint32_t*, Mem> words =
-      ws ? ws->template get<std::uint32_t>(Workspace<Mem>::kHuffWords, n_words, "ksz::huffman_words")
-         : Kokkos::View<std::uint32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman_words"),
-                                             n_words);
+      Workspace<Mem>::template buffer<std::uint32_t>(ws, Workspace<Mem>::kHuffWords, n_words, "ksz::huffman_words");
   const Kokkos::View<std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
       reinterpret_cast<std::uint8_t*>(words.data()), n_words * 4);
   lossless::decode<ExecSpace>(space, payload, bytes, ws);
@@ -345,6 +343,41 @@ Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> huffman_words(con
 template <class T>
 constexpr DType dtype_of() {
   return sizeof(T) == 8 ? DType::F64 : DType::F32;
+}
+
+// A codebook's device tables, in the workspace's table slot when the caller
+// passes a lease (else in an allocation of their own).
+template <class ExecSpace>
+huffman::DeviceCodebook<ExecSpace> device_codebook(const ExecSpace& space, const huffman::Codebook& book,
+                                                   typename Workspace<typename ExecSpace::memory_space>::Lease* ws) {
+  using WS = Workspace<typename ExecSpace::memory_space>;
+  if (!ws) return huffman::DeviceCodebook<ExecSpace>(book, space);
+  return huffman::DeviceCodebook<ExecSpace>(
+      book, space,
+      ws->template get<std::uint32_t>(WS::kHuffTables, huffman::DeviceCodebook<ExecSpace>::room_words(book.nsym()),
+                                      "ksz::huffman::tables"));
+}
+
+// A caller's output buffer of n contiguous values is reused (device-resident
+// callers keep one across calls, no allocation, no first touch); anything
+// else is replaced.
+template <class T, class Mem>
+void ensure_output(Kokkos::View<T*, Mem>& out, std::uint64_t n) {
+  if (out.extent(0) != n || out.data() == nullptr || !out.span_is_contiguous())
+    out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
+}
+
+// The report fields every decompressor fills: what it decoded, and the
+// bound and value range its header records.
+template <class T>
+void report_decoded(Report* r, const container::Header& h, std::uint64_t n, std::uint64_t verbatim) {
+  if (!r) return;
+  r->elements = n;
+  r->input_bytes = n * sizeof(T);
+  r->verbatim = verbatim;
+  r->abs_bound = h.abs_bound;
+  r->value_min = h.value_min;
+  r->value_max = h.value_max;
 }
 
 // Quantization codes -> histogram -> canonical Huffman, as host segments
@@ -377,13 +410,7 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   const huffman::Codebook book = huffman::build_codebook(counts, nsym);
   // With a workspace: the tables in it, and the encoder's one pass (its
   // bitstream sized by words_bound), as the Lorenzo pipeline does.
-  const huffman::DeviceCodebook<ExecSpace> dbook =
-      ws ? huffman::DeviceCodebook<ExecSpace>(
-               book, space,
-               ws->template get<std::uint32_t>(Workspace<Mem>::kHuffTables,
-                                               huffman::DeviceCodebook<ExecSpace>::room_words(nsym),
-                                               "ksz::huffman::tables"))
-         : huffman::DeviceCodebook<ExecSpace>(book);
+  const huffman::DeviceCodebook<ExecSpace> dbook = device_codebook(space, book, ws);
   timer.mark("codebook");
   const std::uint64_t n = codes.extent(0);
   const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, ws, subchunk,
@@ -413,20 +440,13 @@ Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_co
   KSZ_STREAM_CHECK(len_seg.size == 2ull * radius, "codebook has ", len_seg.size, " lengths, expected ",
                    2ull * radius);
   const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
-  const huffman::DeviceCodebook<ExecSpace> dbook =
-      ws ? huffman::DeviceCodebook<ExecSpace>(
-               book, space,
-               ws->template get<std::uint32_t>(Workspace<Mem>::kHuffTables,
-                                               huffman::DeviceCodebook<ExecSpace>::room_words(book.lengths.size()),
-                                               "ksz::huffman::tables"))
-         : huffman::DeviceCodebook<ExecSpace>(book);
+  const huffman::DeviceCodebook<ExecSpace> dbook = device_codebook(space, book, ws);
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
   const auto runs = run_bits_of(space, s, n, hchunk);
   auto words = huffman_words<ExecSpace>(space, s, n_words, timer, ws);
   const Kokkos::View<std::uint16_t*, Mem> codes =
-      ws ? ws->template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes")
-         : Kokkos::View<std::uint16_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::codes"), n);
+      Workspace<Mem>::template buffer<std::uint16_t>(ws, Workspace<Mem>::kCodes, n, "ksz::codes");
   huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes, runs.first, runs.second, ws);
   return codes;
 }

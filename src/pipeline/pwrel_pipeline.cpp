@@ -187,14 +187,7 @@ void PwRelPipeline<ExecSpace>::decompress(const ExecSpace& space, const containe
   transform::inverse<ExecSpace, T>(space, yr, sign_mode, bits, threshold, out);
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);
   timer.mark("inverse transform");
-  if (report) {
-    report->elements = n;
-    report->input_bytes = n * sizeof(T);
-    report->verbatim = n_verb;
-    report->abs_bound = h.abs_bound;
-    report->value_min = h.value_min;
-    report->value_max = h.value_max;
-  }
+  impl::report_decoded<T>(report, h, n, n_verb);
 }
 
 #define KSZ_INSTANTIATE_PWREL(Space)                                                                         \

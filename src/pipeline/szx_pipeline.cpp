@@ -278,20 +278,6 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const auto verb = impl::to_device<T>(space, verb_seg, verb_seg.size / sizeof(T), "SZx verbatim");
   timer.mark("copy to device");
 
-  // A caller's buffer of the right size is reused (no allocation, no first-touch).
-  auto ensure_out = [&] {
-    if (out.extent(0) != n || out.data() == nullptr)
-      out = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::output")), n);
-  };
-  auto fill_report = [&](std::uint64_t verbatim) {
-    if (!report) return;
-    report->elements = n;
-    report->input_bytes = n * sizeof(T);
-    report->verbatim = verbatim;
-    report->abs_bound = h.abs_bound;
-    report->value_min = h.value_min;
-    report->value_max = h.value_max;
-  };
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     // The portable path's checks, in its order, on what the kinds and codes imply.
@@ -308,7 +294,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
     const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block);  // 0: not its case
     if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock && state_bytes > 0) {
       // One pass: decode first (every read bounded by its segment), then the checks.
-      ensure_out();
+      impl::ensure_output(out, n);
       typename Workspace<Mem>::Lease ws;
       const auto state =
           ws.template get<unsigned long long>(Workspace<Mem>::kSzxState, (state_bytes + 7) / 8, "ksz::szx::state");
@@ -319,7 +305,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
                                            state.data(), state_bytes, tot, bad_kinds, bad_codes)) {
         check_totals(tot, bad_kinds, bad_codes);
         timer.mark("block decode");
-        fill_report(tot.verb);
+        impl::report_decoded<T>(report, h, n, tot.verb);
         return;
       }
     }
@@ -332,12 +318,12 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
                                            tot, bad_kinds, bad_codes)) {
         check_totals(tot, bad_kinds != 0, bad_codes != 0);
         timer.mark("offsets");
-        ensure_out();
+        impl::ensure_output(out, n);
         const bool ok = cuda_spec::szx_decode<T>(space, n, block, kinds.data(), medians.data(), offs.data(),
                                                  lead.data(), mid.data(), mid_seg.size, verb.data(), out.data());
         KSZ_EXPECTS(ok, "SZx CUDA decode refused offsets it made");
         timer.mark("block decode");
-        fill_report(tot.verb);
+        impl::report_decoded<T>(report, h, n, tot.verb);
         return;
       }
     }
@@ -376,13 +362,13 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
                    " bytes, the leading codes say ", mid_total);
   timer.mark("offsets");
 
-  ensure_out();
+  impl::ensure_output(out, n);
   if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock)
     szx::decode_team<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
   else
     szx::decode<ExecSpace, T>(space, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb, out);
   timer.mark("block decode");
-  fill_report(verb_total);
+  impl::report_decoded<T>(report, h, n, verb_total);
 }
 
 #define KSZ_INSTANTIATE_SZX(Space)                                                                             \

@@ -80,6 +80,14 @@ class Workspace {
     bool m_held;
   };
 
+  // A buffer from `ws` when the caller passes a lease, else a fresh one (for
+  // helpers whose lease is optional).
+  template <class T>
+  static Kokkos::View<T*, Mem> buffer(Lease* ws, Slot slot, std::size_t n, const char* label) {
+    return ws ? ws->template get<T>(slot, n, label)
+              : Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+  }
+
   // Bytes currently held (reported by benchmarks as part of peak memory).
   static std::size_t held_bytes() {
     std::size_t b = 0;

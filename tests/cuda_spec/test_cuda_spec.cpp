@@ -135,17 +135,22 @@ TEST(CudaSpecializations, ValueRangeWithoutFiniteValues) {
   expect_same_as_portable(f, d, opt, "one finite value");
 }
 
+// 32-bit pseudo-random values (Knuth's MMIX LCG, high half): test data only.
+struct Lcg {
+  std::uint64_t seed;
+  std::uint32_t operator()() {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(seed >> 32);
+  }
+};
+
 // The lossless pass's skip test: the specialized bound equals the portable
 // one exactly, over densities from all-zero to dense, block sizes, both
 // methods, and lengths that end inside a block and inside a 16-byte vector.
 TEST(CudaSpecializations, LosslessCodedBoundSameAsPortable) {
   SpecGuard guard;
   Kokkos::Cuda space;
-  std::uint64_t seed = 7;
-  auto next = [&seed] {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<std::uint32_t>(seed >> 32);
-  };
+  Lcg next{7};
   for (const std::uint64_t n_words : {1ull, 3ull, 2048ull, 2049ull, 100001ull, 1ull << 20}) {
     for (const int zero_percent : {0, 50, 90, 100}) {
       std::vector<std::uint32_t> h(n_words);
@@ -178,11 +183,7 @@ TEST(CudaSpecializations, LosslessCodedBoundSameAsPortable) {
 TEST(CudaSpecializations, CodeHistogramSameAsPortable) {
   SpecGuard guard;
   Kokkos::Cuda space;
-  std::uint64_t seed = 11;
-  auto next = [&seed] {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<std::uint32_t>(seed >> 32);
-  };
+  Lcg next{11};
   for (const std::uint64_t n : {1ull, 7ull, 8ull, 4099ull, 100003ull, 3000000ull}) {
     for (const std::uint32_t radius : {2u, 512u, 4096u}) {
       std::vector<std::uint16_t> h(n + 1);

@@ -101,10 +101,6 @@ inline Shape make_shape(std::uint64_t n0, std::uint64_t n1, std::uint64_t n2) {
   return s;
 }
 
-// The points of one pass: along dimension `dim` odd multiples of s; along
-// dimensions earlier in the order multiples of s; later ones multiples of 2s.
-// Their neighbours along `dim` (even multiples of s) were reconstructed by
-// earlier passes or levels.
 // Unsigned 32-bit division by a divisor fixed on the host: a multiply-high,
 // a subtract and two shifts (Granlund and Montgomery, "Division by invariant
 // integers using multiplication", 1994, Fig. 4.1), exact for every 32-bit
@@ -126,6 +122,10 @@ struct FastDiv {
   }
 };
 
+// The points of one pass: along dimension `dim` odd multiples of s; along
+// dimensions earlier in the order multiples of s; later ones multiples of 2s.
+// Their neighbours along `dim` (even multiples of s) were reconstructed by
+// earlier passes or levels.
 struct Pass {
   Shape shape;
   std::uint32_t dim = 0;
@@ -375,21 +375,6 @@ struct Spread {
   std::uint64_t bucket[kSpreadMaxLog - kSpreadMinLog + 1];
 };
 
-// Elements per iteration of the whole-field passes below (recode):
-// one element per iteration leaves Kokkos 3.4's CUDA RangePolicy at a third
-// of memory bandwidth (64-thread blocks; see README, "Dependencies").
-constexpr std::uint64_t kPerIter = 8;
-
-// Element k (< kPerIter) of iteration c out of `iters` = ceil(n / kPerIter):
-// on GPUs c + k iters, so that each of the k loads is coalesced across the
-// threads of a warp; on host backends the contiguous c kPerIter + k, so that
-// a thread streams through one range. Out of range when >= n.
-template <class Mem>
-KOKKOS_INLINE_FUNCTION std::uint64_t iter_element(std::uint64_t c, std::uint64_t k, std::uint64_t iters) {
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
-  return host ? c * kPerIter + k : c + k * iters;
-}
-
 // The spread from the code histogram at radius kAutoRadiusMax (the codes the
 // passes write when the radius is automatic): code c != 0 is q = c - 4096,
 // so every bucket below 2^12 is a sum of bins; the last takes code 0 less
@@ -490,7 +475,6 @@ void recode(const ExecSpace& space, Kokkos::View<std::uint16_t*, typename ExecSp
   const std::uint64_t n = codes.extent(0), nblocks = (n + B - 1) / B;
   if (n == 0) return;
   const RecodeOne<Mem> one{qv, static_cast<std::int32_t>(from), static_cast<std::int32_t>(r), from == r};
-  const bool same = from == r;
   std::uint64_t* const words = reinterpret_cast<std::uint64_t*>(codes.data());
   const bool by_word = !host && (reinterpret_cast<std::uintptr_t>(codes.data()) & 7) == 0;
   Kokkos::parallel_for(
@@ -498,9 +482,10 @@ void recode(const ExecSpace& space, Kokkos::View<std::uint16_t*, typename ExecSp
       KOKKOS_LAMBDA(const Member& team) {
         const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank());
         const std::uint64_t begin = b * B, end = begin + B < n ? begin + B : n;
-        std::uint64_t zeros = 0;
-        if (by_word) {
-          const std::uint64_t wend = end / 4;  // whole words; the tail below
+        std::uint64_t zeros = 0, tail = 0;
+        // Whole words on GPUs, then element by element (the tail, or all of it).
+        const std::uint64_t wend = by_word ? end / 4 : begin / 4;
+        if (by_word)
           Kokkos::parallel_reduce(
               Kokkos::TeamThreadRange(team, begin / 4, wend),
               [&](const std::uint64_t w, std::uint64_t& acc) {
@@ -511,29 +496,18 @@ void recode(const ExecSpace& space, Kokkos::View<std::uint16_t*, typename ExecSp
                   y |= static_cast<std::uint64_t>(c) << (16 * k);
                   acc += c == 0 ? 1 : 0;
                 }
-                if (!same) words[w] = y;
+                if (!one.same) words[w] = y;
               },
               zeros);
-          std::uint64_t tail = 0;
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, wend * 4, end),
-              [&](const std::uint64_t i, std::uint64_t& acc) {
-                const std::uint32_t c = one(i, codes(i));
-                codes(i) = static_cast<std::uint16_t>(c);
-                acc += c == 0 ? 1 : 0;
-              },
-              tail);
-          zeros += tail;
-        } else {
-          Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, begin, end),
-              [&](const std::uint64_t i, std::uint64_t& acc) {
-                const std::uint32_t c = one(i, codes(i));
-                codes(i) = static_cast<std::uint16_t>(c);
-                acc += c == 0 ? 1 : 0;
-              },
-              zeros);
-        }
+        Kokkos::parallel_reduce(
+            Kokkos::TeamThreadRange(team, wend * 4 > begin ? wend * 4 : begin, end),
+            [&](const std::uint64_t i, std::uint64_t& acc) {
+              const std::uint32_t c = one(i, codes(i));
+              if (!one.same) codes(i) = static_cast<std::uint16_t>(c);
+              acc += c == 0 ? 1 : 0;
+            },
+            tail);
+        zeros += tail;
         Kokkos::single(Kokkos::PerTeam(team), [&]() { counts(b) = zeros; });
       });
 }
@@ -817,7 +791,8 @@ struct Shifted {
 // runs the box's anchors and every pass, a team barrier between passes (the
 // points of a pass depend only on earlier ones, as in `traverse`). Codes of
 // configuration c land in codes[c ns, (c + 1) ns) for ns = boxes * box
-// elements. `passes` holds each configuration's passes in traversal order.
+// elements. `passes` holds each configuration's passes in traversal order;
+// `nverb` counts verbatim elements (the trial does not read it).
 // One launch instead of one per box, pass and configuration (80 on a 3D
 // field, each a few microseconds of work).
 template <class ExecSpace, class T>
@@ -827,7 +802,8 @@ void trial_predict(const ExecSpace& space, const Anchors& anchors, const quantiz
                    Kokkos::View<const T*, typename ExecSpace::memory_space> in,
                    Kokkos::View<T*, typename ExecSpace::memory_space> rec,
                    Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                   Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv) {
+                   Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                   Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   using Mem = typename ExecSpace::memory_space;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   using Member = typename Policy::member_type;
@@ -837,7 +813,6 @@ void trial_predict(const ExecSpace& space, const Anchors& anchors, const quantiz
   const std::uint64_t box_n = a.shape.count(), ns = boxes * box_n;
   const std::uint32_t npass = static_cast<std::uint32_t>(passes.extent(0) / configs);
   const std::int32_t rad = static_cast<std::int32_t>(radius);
-  Kokkos::View<std::uint64_t, Mem> nverb("ksz::spline::trial_verbatim");  // not needed by the trial
   const auto body = KOKKOS_LAMBDA(const Member& team) {
     const std::uint64_t c = static_cast<std::uint64_t>(team.league_rank()) / boxes;
     const std::uint64_t k = static_cast<std::uint64_t>(team.league_rank()) % boxes;
