@@ -13,6 +13,13 @@
 namespace ksz::pipeline {
 namespace impl {
 
+// The spline-kind trial's finest level in tiles (spline::traverse_tiled) on
+// GPUs: all boxes at once instead of a team per box. Host backends keep the
+// passes (a thread per box there is no loss). Same choice either way.
+template <class ExecSpace>
+constexpr bool kFineInTiles =
+    !Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+
 inline spline::Shape spline_shape(const Dims& dims) {
   const Shape3 s = effective_shape(dims);
   return spline::make_shape(s.n[0], s.n[1], s.n[2]);
@@ -45,14 +52,20 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
   std::vector<spline::Pass> host_passes;
   spline::Anchors anchors;
   quantize::QuantParams aqp{};
-  for (const spline::Config* c : {&cfg, &lin})
-    spline::traverse(
-        box, *c, steps, bound,
-        [&](const spline::Anchors& a, const quantize::QuantParams& q) {
-          anchors = a;
-          aqp = q;
-        },
-        [&](const spline::Pass& p) { host_passes.push_back(p); });
+  spline::FineTiles fine[2];  // on GPUs the finest level in tiles, all boxes a launch
+  for (int c = 0; c < 2; ++c) {
+    const auto anchor_body = [&](const spline::Anchors& a, const quantize::QuantParams& q) {
+      anchors = a;
+      aqp = q;
+    };
+    const auto pass_body = [&](const spline::Pass& p) { host_passes.push_back(p); };
+    const spline::Config& conf = c == 0 ? cfg : lin;
+    if constexpr (kFineInTiles<ExecSpace>)
+      spline::traverse_tiled(box, conf, steps, bound, anchor_body, pass_body,
+                             [&](const spline::FineTiles& ft) { fine[c] = ft; });
+    else
+      spline::traverse(box, conf, steps, bound, anchor_body, pass_body);
+  }
   const Kokkos::View<spline::Pass*, Mem> passes =
       ws.template get<spline::Pass>(WS::kTrialPasses, host_passes.size(), "ksz::spline::trial_passes");
   Kokkos::deep_copy(space, passes,
@@ -68,6 +81,12 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
       ws.template get<std::uint64_t>(WS::kCounters, 2, "ksz::interp::counters").data());
   spline::trial_predict<ExecSpace, T>(space, anchors, aqp, radius, bound, boxes, 2, passes, sample, rec, codes, qv,
                                       unread);
+  if constexpr (kFineInTiles<ExecSpace>)
+    for (int c = 0; c < 2; ++c) {
+      fine[c].items = boxes;
+      fine[c].item_n = box.count();
+      spline::compress_fine<ExecSpace, T>(space, fine[c], bound, radius, sample, rec, codes, qv, unread, c * ns);
+    }
   const Kokkos::View<std::uint64_t*, Mem> hist =
       ws.template get<std::uint64_t>(WS::kHistogram, 2 * radius, "ksz::hist");  // zeroed by histogram()
   double bits[2];

@@ -196,38 +196,67 @@ KOKKOS_INLINE_FUNCTION void pass_point(const Pass& p, std::uint64_t k, std::uint
 }
 
 // Spline prediction from reconstructed neighbours at c-3s, c-s, c+s, c+3s
-// along the pass dimension (section IV-B.1). Every product and sum rounds
-// once so that nvcc's FMA contraction cannot change the result.
+// along the pass dimension (section IV-B.1), which sit in r at ib - u, ib,
+// ib + u and ib + 2u (c the coordinate along the dimension, n its extent).
+// Every product and sum rounds once so that nvcc's FMA contraction cannot
+// change the result.
 template <class V>
-KOKKOS_INLINE_FUNCTION double predict(const Pass& p, const V& r, std::uint64_t idx, std::uint64_t c) {
-  const std::uint64_t n = p.shape.n[p.dim], s = p.s, ms = p.shape.stride[p.dim] * s;
-  const double b = static_cast<double>(r(idx - ms));
+KOKKOS_INLINE_FUNCTION double predict_at(std::uint32_t kind, std::uint64_t s, std::uint64_t n, std::uint64_t c,
+                                         const V& r, std::uint64_t ib, std::uint64_t u) {
+  const double b = static_cast<double>(r(ib));
   const bool has_c = c + s < n, has_a = c >= 3 * s, has_d = c + 3 * s < n;
   if (has_c) {
-    const double cc = static_cast<double>(r(idx + ms));
-    if (p.kind == kLinear) return mul_rn(add_rn(b, cc), 0.5);
+    const double cc = static_cast<double>(r(ib + u));
+    if (kind == kLinear) return mul_rn(add_rn(b, cc), 0.5);
     if (has_a && has_d) {
-      const double a = static_cast<double>(r(idx - 3 * ms)), d = static_cast<double>(r(idx + 3 * ms));
+      const double a = static_cast<double>(r(ib - u)), d = static_cast<double>(r(ib + 2 * u));
       // not-a-knot: (-a + 9b + 9c - d) / 16; natural: (-3a + 23b + 23c - 3d) / 40
-      if (p.kind == kNatural)
+      if (kind == kNatural)
         return mul_rn(add_rn(mul_rn(23.0, add_rn(b, cc)), mul_rn(-3.0, add_rn(a, d))), 1.0 / 40.0);
       return mul_rn(add_rn(mul_rn(9.0, add_rn(b, cc)), -add_rn(a, d)), 1.0 / 16.0);
     }
     if (has_a) {  // quadratic through c-3s, c-s, c+s: (-a + 6b + 3c) / 8
-      const double a = static_cast<double>(r(idx - 3 * ms));
+      const double a = static_cast<double>(r(ib - u));
       return mul_rn(add_rn(add_rn(mul_rn(6.0, b), mul_rn(3.0, cc)), -a), 0.125);
     }
     if (has_d) {  // quadratic through c-s, c+s, c+3s: (3b + 6c - d) / 8
-      const double d = static_cast<double>(r(idx + 3 * ms));
+      const double d = static_cast<double>(r(ib + 2 * u));
       return mul_rn(add_rn(add_rn(mul_rn(3.0, b), mul_rn(6.0, cc)), -d), 0.125);
     }
     return mul_rn(add_rn(b, cc), 0.5);  // linear
   }
   if (has_a) {  // past the last neighbour: linear extrapolation 1.5b - 0.5a
-    const double a = static_cast<double>(r(idx - 3 * ms));
+    const double a = static_cast<double>(r(ib - u));
     return add_rn(mul_rn(1.5, b), mul_rn(-0.5, a));
   }
   return b;
+}
+
+// The same on the whole field: point idx, neighbours at idx -+ s, -+ 3s strides.
+template <class V>
+KOKKOS_INLINE_FUNCTION double predict(const Pass& p, const V& r, std::uint64_t idx, std::uint64_t c) {
+  const std::uint64_t ms = p.shape.stride[p.dim] * p.s;
+  return predict_at(p.kind, p.s, p.shape.n[p.dim], c, r, idx - ms, 2 * ms);
+}
+
+// Quantization of one value against its prediction: the residual q in steps
+// of qstep (kVerbatim where no q reconstructs within the bound: NaN, Inf,
+// huge values, rounding) and the reconstruction the decompressor will make.
+template <class T>
+KOKKOS_INLINE_FUNCTION std::int32_t quantize_value(double pred, T x, double qstep, double inv_qstep, double bound,
+                                                   T& rec) {
+  const double v = mul_rn(add_rn(static_cast<double>(x), -pred), inv_qstep);
+  rec = x;
+  if (::fabs(v) < quantize::kMaxPrequant) {  // false for NaN/Inf too
+    const std::int32_t cq = quantize::floor_i32(add_rn(v, 0.5));
+    const T cand = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(cq), qstep)));
+    const double err = ::fabs(static_cast<double>(x) - static_cast<double>(cand));
+    if (err <= bound) {
+      rec = cand;
+      return cq;
+    }
+  }
+  return kVerbatim;
 }
 
 // Compressor side of one point: code, residual and reconstruction. The
@@ -239,19 +268,8 @@ KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int
                                            const VC& codes, const VQ& qv, const VN& nverb, std::uint64_t i,
                                            std::uint64_t c) {
   const double pred = predict(p, r, i, c);
-  const T x = in(i);
-  const double v = mul_rn(add_rn(static_cast<double>(x), -pred), p.inv_qstep);
-  std::int32_t q = kVerbatim;
-  T rec = x;
-  if (::fabs(v) < quantize::kMaxPrequant) {  // false for NaN/Inf too
-    const std::int32_t cq = quantize::floor_i32(add_rn(v, 0.5));
-    const T cand = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(cq), p.qstep)));
-    const double err = ::fabs(static_cast<double>(x) - static_cast<double>(cand));
-    if (err <= bound) {
-      q = cq;
-      rec = cand;
-    }
-  }
+  T rec;
+  const std::int32_t q = quantize_value<T>(pred, in(i), p.qstep, p.inv_qstep, bound, rec);
   const bool coded = q != kVerbatim && q > -rad && q < rad;
   codes(i) = coded ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
   if (!coded) {
@@ -349,6 +367,256 @@ void decompress_pass(const ExecSpace& space, const Pass& pass,
   for_each_point(space, pass, "ksz::spline::decompress_pass", KOKKOS_LAMBDA(const std::uint64_t i, const std::uint64_t c) {
     decompress_point<T>(p, codes, qv, rad, out, zeros, i, c);
   });
+}
+
+// The finest level (stride 1: seven eighths of a 3D field's points) in tiles
+// (section V-D): a team per tile of 16^3 points (64^2 in 2D, 2048 in 1D)
+// loads the coarser levels' reconstructions of the tile and a halo of 2 into
+// scratch memory and runs the level's three passes there, a team barrier
+// between them; only codes (and residuals of code-0 positions) go back to
+// global memory, and no reconstruction does (nothing reads stride-1 values).
+// Prediction stays global, as in the passes above: the halo's points of the
+// first two passes (which later passes of the tile predict from) are
+// recomputed by every tile that needs them, from the same values with the
+// same arithmetic, so each gets what its owner gets. Same codes, residuals
+// and verbatim count as `traverse`'s passes of level 1, bit for bit.
+//
+// Where it is used: the spline-kind trial on GPUs, whose boxes it codes all
+// at once (ft.items), a team per tile, where the trial's own kernel has a
+// team per box (8 teams on a GPU of 132 SMs). Not the field's own passes:
+// measured on the H200 (512^3), the passes are instruction-bound, not
+// memory-bound (about 160 instructions a point, 81% of issue slots), so the
+// tiles' halo recomputation (1.23x the points) cost more than the global
+// traffic it saved (tiles 1.13 ms, passes about 1.0 ms for the level).
+//
+// Points of pass p (along order[p]) in a tile: odd coordinates of the tile
+// along order[p], all of the tile along the dimensions before it, even ones
+// of the tile and its halo along those after it. Along order[2] only even
+// coordinates are ever read back, so scratch keeps only those.
+constexpr std::uint32_t kTileHalo = 2;  // even neighbours at +-1, +-3 of a tile's odd edge points
+
+struct TilePhase {  // a point set relative to a tile's origin
+  std::int32_t first[3] = {0, 0, 0};
+  std::uint32_t step[3] = {1, 1, 1};
+  std::uint32_t cnt[3] = {0, 0, 0};
+  FastDiv div0, div1;  // by cnt[0] and cnt[1]
+  std::uint32_t count = 0;
+  // A pass's phase: its dimension, spline and field extent along it, and in
+  // scratch the offset from a point to its neighbour at -1 (0 along cax,
+  // where odd coordinates share their lower neighbour's slot) and the
+  // distance between neighbours two apart.
+  std::uint32_t dim = 0, kind = 0;
+  std::uint64_t n = 1;
+  std::uint32_t boff = 0, u = 0;
+};
+
+struct FineTiles {
+  Shape shape;
+  std::uint32_t T[3] = {1, 1, 1};        // tile extents (1 along dimensions of extent 1)
+  std::uint32_t h[3] = {0, 0, 0};        // halo: kTileHalo along dimensions of extent > 1
+  std::uint64_t tiles[3] = {1, 1, 1};    // tiles per dimension
+  std::uint32_t X[3] = {1, 1, 1};        // scratch extents (along cax: even coordinates only)
+  std::uint32_t sh[3] = {0, 0, 0};       // 1 along cax (scratch index = (l + h) >> sh)
+  std::uint32_t cax = 2;                 // the level's last pass dimension, order[2]
+  TilePhase load;                        // the coarser levels' points of a tile and its halo
+  TilePhase pass[3];                     // the level's passes in order (count 0: no pass)
+  double qstep = 1, inv_qstep = 1;
+  std::uint64_t items = 1;   // fields of this shape, item_n elements apart (the trial's boxes)
+  std::uint64_t item_n = 0;
+  KOKKOS_INLINE_FUNCTION std::uint64_t count() const { return tiles[0] * tiles[1] * tiles[2]; }
+  KOKKOS_INLINE_FUNCTION std::uint32_t scratch_elems() const { return X[0] * X[1] * X[2]; }
+};
+
+enum class TileSet { EvenHalo, OddTile, AllTile };
+
+inline TilePhase make_phase(const FineTiles& ft, const TileSet set[3]) {
+  TilePhase ph;
+  ph.count = 1;
+  for (int d = 0; d < 3; ++d) {
+    const std::uint32_t T = ft.T[d], h = ft.h[d];
+    switch (set[d]) {
+      case TileSet::EvenHalo: ph.first[d] = -static_cast<std::int32_t>(h), ph.step[d] = 2, ph.cnt[d] = (T + 2 * h) / 2 + 1; break;
+      case TileSet::OddTile: ph.first[d] = 1, ph.step[d] = 2, ph.cnt[d] = T / 2; break;
+      case TileSet::AllTile: ph.first[d] = 0, ph.step[d] = 1, ph.cnt[d] = T; break;
+    }
+    ph.count *= ph.cnt[d];
+  }
+  ph.div0 = FastDiv(ph.cnt[0] ? ph.cnt[0] : 1);
+  ph.div1 = FastDiv(ph.cnt[1] ? ph.cnt[1] : 1);
+  return ph;
+}
+
+// `side`: the tile extent along each dimension of extent > 1 (even); 0 picks
+// the default by rank.
+inline FineTiles make_fine_tiles(const Shape& shape, const Config& cfg, double qstep, std::uint32_t side = 0) {
+  FineTiles ft;
+  ft.shape = shape;
+  int rank = 0;
+  for (int d = 0; d < 3; ++d) rank += shape.n[d] > 1 ? 1 : 0;
+  if (side == 0) side = rank == 3 ? 16 : rank == 2 ? 64 : 2048;
+  for (int d = 0; d < 3; ++d) {
+    if (shape.n[d] > 1) {
+      const std::uint64_t even_n = (shape.n[d] + 1) & ~std::uint64_t(1);
+      ft.T[d] = static_cast<std::uint32_t>(even_n < side ? even_n : side);
+      ft.h[d] = kTileHalo;
+      ft.X[d] = ft.T[d] + 2 * kTileHalo + 1;
+    }
+    ft.tiles[d] = (shape.n[d] + ft.T[d] - 1) / ft.T[d];
+  }
+  ft.cax = cfg.order[2];
+  ft.X[ft.cax] = (ft.X[ft.cax] + 1) / 2;
+  ft.sh[ft.cax] = 1;
+  const std::uint32_t stride[3] = {1, ft.X[0], ft.X[0] * ft.X[1]};
+  const TileSet even[3] = {TileSet::EvenHalo, TileSet::EvenHalo, TileSet::EvenHalo};
+  ft.load = make_phase(ft, even);
+  for (int p = 0; p < 3; ++p) {
+    TileSet set[3];
+    for (int q = 0; q < 3; ++q)
+      set[cfg.order[q]] = q < p ? TileSet::AllTile : q == p ? TileSet::OddTile : TileSet::EvenHalo;
+    TilePhase& ph = ft.pass[p];
+    ph = make_phase(ft, set);
+    ph.dim = cfg.order[p];
+    ph.kind = cfg.kind[ph.dim];
+    ph.n = shape.n[ph.dim];
+    const bool halved = ph.dim == ft.cax;
+    ph.boff = halved ? 0 : stride[ph.dim];
+    ph.u = halved ? stride[ph.dim] : 2 * stride[ph.dim];
+  }
+  ft.qstep = qstep;
+  ft.inv_qstep = 1.0 / qstep;
+  return ft;
+}
+
+// A point of a tile: coordinates relative to the tile, in the field, its
+// field index and its scratch index (along cax: even coordinates only).
+// Scalars, not arrays: a pass's dimension is known only at run time, and
+// indexing an array by it puts the array in local memory.
+struct TilePoint {
+  std::int32_t l0, l1, l2;
+  std::uint64_t g0, g1, g2, gi;
+  std::uint32_t sidx;
+};
+
+// f(point, owned) for every point of phase ph of the tile at (t0, t1, t2)
+// inside the field (owned: inside the tile, not its halo), a point a thread.
+// (Walking (k0, k1) columns along k2 with incremental indices instead left
+// half the threads idle and ran 1.7x slower on the H200.)
+template <class Member, class F>
+KOKKOS_INLINE_FUNCTION void tile_for_each(const Member& team, const FineTiles& ft, const TilePhase& ph,
+                                          std::int64_t t0, std::int64_t t1, std::int64_t t2, const F& f) {
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, ph.count), [&](const std::uint32_t k) {
+    const std::uint32_t k12 = ph.div0.div(k), k2 = ph.div1.div(k12);
+    TilePoint pt;
+    pt.l0 = ph.first[0] + static_cast<std::int32_t>((k - k12 * ph.div0.d) * ph.step[0]);
+    pt.l1 = ph.first[1] + static_cast<std::int32_t>((k12 - k2 * ph.div1.d) * ph.step[1]);
+    pt.l2 = ph.first[2] + static_cast<std::int32_t>(k2 * ph.step[2]);
+    const std::int64_t a = t0 + pt.l0, b = t1 + pt.l1, c = t2 + pt.l2;
+    pt.g0 = static_cast<std::uint64_t>(a);
+    pt.g1 = static_cast<std::uint64_t>(b);
+    pt.g2 = static_cast<std::uint64_t>(c);
+    if (a < 0 || b < 0 || c < 0 || pt.g0 >= ft.shape.n[0] || pt.g1 >= ft.shape.n[1] || pt.g2 >= ft.shape.n[2]) return;
+    pt.gi = pt.g0 + pt.g1 * ft.shape.stride[1] + pt.g2 * ft.shape.stride[2];
+    const std::uint32_t u0 = static_cast<std::uint32_t>(pt.l0 + static_cast<std::int32_t>(ft.h[0])) >> ft.sh[0];
+    const std::uint32_t u1 = static_cast<std::uint32_t>(pt.l1 + static_cast<std::int32_t>(ft.h[1])) >> ft.sh[1];
+    const std::uint32_t u2 = static_cast<std::uint32_t>(pt.l2 + static_cast<std::int32_t>(ft.h[2])) >> ft.sh[2];
+    pt.sidx = u0 + ft.X[0] * (u1 + ft.X[1] * u2);
+    f(pt, static_cast<std::uint32_t>(pt.l0) < ft.T[0] && static_cast<std::uint32_t>(pt.l1) < ft.T[1] &&
+              static_cast<std::uint32_t>(pt.l2) < ft.T[2]);
+  });
+}
+
+// Prediction of a point of a pass from scratch: its neighbours along the
+// pass dimension at l - 3, l - 1, l + 1, l + 3 (even coordinates).
+template <class V>
+KOKKOS_INLINE_FUNCTION double tile_predict(const TilePhase& ph, const V& sc, const TilePoint& pt) {
+  const std::uint64_t c = ph.dim == 0 ? pt.g0 : ph.dim == 1 ? pt.g1 : pt.g2;
+  return predict_at(ph.kind, 1, ph.n, c, sc, pt.sidx - ph.boff, ph.u);
+}
+
+// Tile t's origin.
+KOKKOS_INLINE_FUNCTION void tile_origin(const FineTiles& ft, std::uint64_t t, std::int64_t& t0, std::int64_t& t1,
+                                        std::int64_t& t2) {
+  t0 = static_cast<std::int64_t>((t % ft.tiles[0]) * ft.T[0]);
+  t1 = static_cast<std::int64_t>((t / ft.tiles[0] % ft.tiles[1]) * ft.T[1]);
+  t2 = static_cast<std::int64_t>((t / (ft.tiles[0] * ft.tiles[1])) * ft.T[2]);
+}
+
+// Compressor side of the tiles: codes and sparse residuals of the level's
+// points, verbatim elements counted in nverb; `rec` holds the coarser levels.
+// Item i of ft.items reads in from i * item_n and rec, codes and qv from
+// out_base + i * item_n. Functors, not lambdas (see RecodeOne).
+template <class ExecSpace, class T>
+struct FineCompress {
+  using Mem = typename ExecSpace::memory_space;
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using Scratch = Kokkos::View<T*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  FineTiles ft;
+  double bound;
+  std::int32_t rad;
+  Kokkos::View<const T*, Mem> in, rec;
+  Kokkos::View<std::uint16_t*, Mem> codes;
+  Kokkos::View<std::int32_t*, Mem> qv;
+  Kokkos::View<std::uint64_t, Mem> nverb;
+  std::uint64_t out_base = 0;
+
+  // Pass P (compile-time, so its phase is a fixed offset into the functor).
+  template <int P>
+  KOKKOS_INLINE_FUNCTION void pass(const Member& team, std::int64_t t0, std::int64_t t1, std::int64_t t2,
+                                   std::uint64_t ioff, std::uint64_t ooff, const Scratch& sc) const {
+    const TilePhase& ph = ft.pass[P];
+    if (ph.count == 0) return;
+    team.team_barrier();
+    tile_for_each(team, ft, ph, t0, t1, t2, [&](const TilePoint& pt, const bool owned) {
+      const double pred = tile_predict(ph, sc, pt);
+      T r;
+      const std::int32_t q = quantize_value<T>(pred, in(ioff + pt.gi), ft.qstep, ft.inv_qstep, bound, r);
+      if (P < 2) sc(pt.sidx) = r;  // the last pass's values (odd along cax) are never read
+      if (!owned) return;          // a halo point: its own tile codes it
+      const bool coded = q != kVerbatim && q > -rad && q < rad;
+      codes(ooff + pt.gi) = coded ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
+      if (!coded) {
+        qv(ooff + pt.gi) = q;
+        if (q == kVerbatim) Kokkos::atomic_add(&nverb(), std::uint64_t(1));
+      }
+    });
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const std::uint64_t t = static_cast<std::uint64_t>(team.league_rank()), tiles = ft.count();
+    const std::uint64_t item = t / tiles, ioff = item * ft.item_n, ooff = out_base + ioff;
+    std::int64_t t0, t1, t2;
+    tile_origin(ft, t - item * tiles, t0, t1, t2);
+    const Scratch sc(team.team_scratch(0), ft.scratch_elems());
+    tile_for_each(team, ft, ft.load, t0, t1, t2, [&](const TilePoint& pt, bool) { sc(pt.sidx) = rec(ooff + pt.gi); });
+    pass<0>(team, t0, t1, t2, ioff, ooff, sc);
+    pass<1>(team, t0, t1, t2, ioff, ooff, sc);
+    pass<2>(team, t0, t1, t2, ioff, ooff, sc);
+  }
+};
+
+// A team per tile; the functor (over 512 bytes) goes as a kernel argument
+// (the light-weight hint), not through constant memory.
+template <class ExecSpace, class F>
+void run_tiles(const ExecSpace& space, const FineTiles& ft, const char* label, const F& f) {
+  using Policy = Kokkos::TeamPolicy<ExecSpace>;
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  if (ft.count() == 0 || (ft.pass[0].count + ft.pass[1].count + ft.pass[2].count) == 0) return;
+  const std::size_t bytes = F::Scratch::shmem_size(ft.scratch_elems());
+  auto policy = Kokkos::Experimental::require(Policy(space, static_cast<int>(ft.count() * ft.items), host ? 1 : 256),
+                                              Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for(label, policy.set_scratch_size(0, Kokkos::PerTeam(bytes)), f);
+}
+
+template <class ExecSpace, class T>
+void compress_fine(const ExecSpace& space, const FineTiles& ft, double bound, std::uint32_t radius,
+                   Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                   Kokkos::View<const T*, typename ExecSpace::memory_space> rec,
+                   Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                   Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                   Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb, std::uint64_t out_base = 0) {
+  run_tiles(space, ft, "ksz::spline::compress_fine",
+            FineCompress<ExecSpace, T>{ft, bound, static_cast<std::int32_t>(radius), in, rec, codes, qv, nverb,
+                                       out_base});
 }
 
 // Radius choice (--radius 0, the interp default). A fixed radius of 512 is a
@@ -477,38 +745,45 @@ void recode(const ExecSpace& space, Kokkos::View<std::uint16_t*, typename ExecSp
   const RecodeOne<Mem> one{qv, static_cast<std::int32_t>(from), static_cast<std::int32_t>(r), from == r};
   std::uint64_t* const words = reinterpret_cast<std::uint64_t*>(codes.data());
   const bool by_word = !host && (reinterpret_cast<std::uintptr_t>(codes.data()) & 7) == 0;
+  // A block a team thread, its words over the thread's vector lanes (a warp
+  // on GPUs: the block's count is a warp reduction, not a team one; with a
+  // team of 256 threads a block, the team reductions took half the time).
+  const int per_team = host ? 1 : 8, lanes = host ? 1 : 32;
+  const std::uint64_t league = (nblocks + per_team - 1) / per_team;
   Kokkos::parallel_for(
-      "ksz::spline::recode", Policy(space, static_cast<int>(nblocks), host ? 1 : 256),
+      "ksz::spline::recode", Policy(space, static_cast<int>(league), per_team, lanes),
       KOKKOS_LAMBDA(const Member& team) {
-        const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank());
-        const std::uint64_t begin = b * B, end = begin + B < n ? begin + B : n;
-        std::uint64_t zeros = 0, tail = 0;
-        // Whole words on GPUs, then element by element (the tail, or all of it).
-        const std::uint64_t wend = by_word ? end / 4 : begin / 4;
-        if (by_word)
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, per_team), [&](const int j) {
+          const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank()) * per_team + j;
+          if (b >= nblocks) return;
+          const std::uint64_t begin = b * B, end = begin + B < n ? begin + B : n;
+          std::uint64_t zeros = 0, tail = 0;
+          // Whole words on GPUs, then element by element (the tail, or all of it).
+          const std::uint64_t wend = by_word ? end / 4 : begin / 4;
+          if (by_word)
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, begin / 4, wend),
+                [&](const std::uint64_t w, std::uint64_t& acc) {
+                  const std::uint64_t x = words[w];
+                  std::uint64_t y = 0;
+                  for (int k = 0; k < 4; ++k) {
+                    const std::uint32_t c = one(4 * w + k, static_cast<std::uint32_t>((x >> (16 * k)) & 0xFFFFu));
+                    y |= static_cast<std::uint64_t>(c) << (16 * k);
+                    acc += c == 0 ? 1 : 0;
+                  }
+                  if (!one.same) words[w] = y;
+                },
+                zeros);
           Kokkos::parallel_reduce(
-              Kokkos::TeamThreadRange(team, begin / 4, wend),
-              [&](const std::uint64_t w, std::uint64_t& acc) {
-                const std::uint64_t x = words[w];
-                std::uint64_t y = 0;
-                for (int k = 0; k < 4; ++k) {
-                  const std::uint32_t c = one(4 * w + k, static_cast<std::uint32_t>((x >> (16 * k)) & 0xFFFFu));
-                  y |= static_cast<std::uint64_t>(c) << (16 * k);
-                  acc += c == 0 ? 1 : 0;
-                }
-                if (!one.same) words[w] = y;
+              Kokkos::ThreadVectorRange(team, wend * 4 > begin ? wend * 4 : begin, end),
+              [&](const std::uint64_t i, std::uint64_t& acc) {
+                const std::uint32_t c = one(i, codes(i));
+                if (!one.same) codes(i) = static_cast<std::uint16_t>(c);
+                acc += c == 0 ? 1 : 0;
               },
-              zeros);
-        Kokkos::parallel_reduce(
-            Kokkos::TeamThreadRange(team, wend * 4 > begin ? wend * 4 : begin, end),
-            [&](const std::uint64_t i, std::uint64_t& acc) {
-              const std::uint32_t c = one(i, codes(i));
-              if (!one.same) codes(i) = static_cast<std::uint16_t>(c);
-              acc += c == 0 ? 1 : 0;
-            },
-            tail);
-        zeros += tail;
-        Kokkos::single(Kokkos::PerTeam(team), [&]() { counts(b) = zeros; });
+              tail);
+          Kokkos::single(Kokkos::PerThread(team), [&]() { counts(b) = zeros + tail; });
+        });
       });
 }
 
@@ -636,6 +911,25 @@ void traverse(const Shape& sh, const Config& cfg, const double* steps, double bo
   }
 }
 
+// As traverse, with the finest level in tiles: anchors, the passes of levels
+// L .. 2 (all of them keep their reconstructions), then
+// `body_fine(FineTiles)`.
+template <class FA, class FP, class FF>
+void traverse_tiled(const Shape& sh, const Config& cfg, const double* steps, double bound, FA&& body_anchor,
+                    FP&& body_pass, FF&& body_fine) {
+  const int L = level_count(cfg.anchor_stride);
+  const quantize::QuantParams aqp{steps[L], 1.0 / steps[L], bound};
+  body_anchor(make_anchors(sh, cfg.anchor_stride), aqp);
+  for (int l = L; l >= 2; --l) {
+    const std::uint64_t s = std::uint64_t(1) << (l - 1);
+    for (int p = 0; p < 3; ++p) {
+      const Pass pass = make_pass(sh, cfg, s, p, steps[l - 1]);
+      if (pass.count() > 0) body_pass(pass);
+    }
+  }
+  body_fine(make_fine_tiles(sh, cfg, steps[0]));
+}
+
 // Auto-tune by profiling (section V-B): on sampled interior points, the error
 // of each cubic spline along each dimension on the original data. Errors are
 // summed as integers (in units of the bound, capped) so the sums, and thus
@@ -645,42 +939,79 @@ struct Profile {
   std::uint64_t samples[3] = {0, 0, 0};
 };
 
+// The profile's six sums (per dimension, both cubic splines) in one
+// reduction over the three dimensions' samples laid end to end: one kernel
+// and one copy back instead of three. Integer sums: the same on every
+// backend whatever the order. An array reduction (value_count 6); both join
+// forms for Kokkos 3.4 (volatile) and 4.x.
+template <class Mem, class T>
+struct ProfileSums {
+  using value_type = std::uint64_t[];
+  static constexpr unsigned kValues = 6;
+  static constexpr std::uint64_t kSample = 5;  // every 5th point per dimension
+  unsigned value_count = kValues;
+  Kokkos::View<const T*, Mem> in;
+  Shape sh;
+  double inv_unit = 1;
+  std::uint64_t cnt[3][3] = {};  // [dimension profiled][sample count per dimension]
+  std::uint64_t start[4] = {};   // where each dimension's samples begin
+
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t k, value_type acc) const {
+    const int d = k < start[1] ? 0 : k < start[2] ? 1 : 2;
+    const std::uint64_t* c3 = cnt[d];
+    const std::uint64_t j = k - start[d];
+    const std::uint64_t k0 = j % c3[0], k12 = j / c3[0], k1 = k12 % c3[1], k2 = k12 / c3[1];
+    std::uint64_t c[3] = {k0 * kSample, k1 * kSample, k2 * kSample};
+    c[d] += 3;
+    const std::uint64_t ms = sh.stride[d];
+    const std::uint64_t i = c[0] + c[1] * sh.stride[1] + c[2] * sh.stride[2];
+    const double a = in(i - 3 * ms), b = in(i - ms), cc = in(i + ms), e = in(i + 3 * ms), x = in(i);
+    const double p1 = mul_rn(add_rn(mul_rn(9.0, add_rn(b, cc)), -add_rn(a, e)), 1.0 / 16.0);
+    const double p2 = mul_rn(add_rn(mul_rn(23.0, add_rn(b, cc)), mul_rn(-3.0, add_rn(a, e))), 1.0 / 40.0);
+    const double f1 = ::fabs(mul_rn(add_rn(x, -p1), inv_unit));
+    const double f2 = ::fabs(mul_rn(add_rn(x, -p2), inv_unit));
+    // NaN and huge errors count as the cap: fill values must not decide.
+    acc[2 * d] += f1 < 1024.0 ? static_cast<std::uint64_t>(f1) : 1024u;
+    acc[2 * d + 1] += f2 < 1024.0 ? static_cast<std::uint64_t>(f2) : 1024u;
+  }
+  KOKKOS_INLINE_FUNCTION void init(value_type v) const {
+    for (unsigned j = 0; j < kValues; ++j) v[j] = 0;
+  }
+  KOKKOS_INLINE_FUNCTION void join(value_type dst, const value_type src) const {
+    for (unsigned j = 0; j < kValues; ++j) dst[j] += src[j];
+  }
+  KOKKOS_INLINE_FUNCTION void join(volatile std::uint64_t* dst, const volatile std::uint64_t* src) const {
+    for (unsigned j = 0; j < kValues; ++j) dst[j] += src[j];
+  }
+};
+
 template <class ExecSpace, class T>
 Profile profile(const ExecSpace& space, const Shape& shape, double unit,
                 Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
+  using Sums = ProfileSums<typename ExecSpace::memory_space, T>;
   Profile prof;
-  const Shape sh = shape;
-  const double inv_unit = 1.0 / unit;
-  constexpr std::uint64_t kSample = 5;  // every 5th point per dimension
+  Sums f;
+  f.in = in;
+  f.sh = shape;
+  f.inv_unit = 1.0 / unit;
   for (int d = 0; d < 3; ++d) {
-    if (sh.n[d] < 7) continue;
-    std::uint64_t cnt[3];
-    for (int e = 0; e < 3; ++e) cnt[e] = e == d ? (sh.n[d] - 7) / kSample + 1 : (sh.n[e] - 1) / kSample + 1;
-    const std::uint64_t total = cnt[0] * cnt[1] * cnt[2];
-    const std::uint64_t ms = sh.stride[d];
-    std::uint64_t e_nak = 0, e_nat = 0;
-    const int dd = d;
-    // lint: single translation unit (only the interp pipeline instantiates the profile).
-    Kokkos::parallel_reduce(
-        "ksz::spline::profile", Kokkos::RangePolicy<ExecSpace>(space, 0, total),
-        KOKKOS_LAMBDA(const std::uint64_t k, std::uint64_t& acc_nak, std::uint64_t& acc_nat) {
-          const std::uint64_t k0 = k % cnt[0], k12 = k / cnt[0], k1 = k12 % cnt[1], k2 = k12 / cnt[1];
-          std::uint64_t c[3] = {k0 * kSample, k1 * kSample, k2 * kSample};
-          c[dd] += 3;
-          const std::uint64_t i = c[0] + c[1] * sh.stride[1] + c[2] * sh.stride[2];
-          const double a = in(i - 3 * ms), b = in(i - ms), cc = in(i + ms), e = in(i + 3 * ms), x = in(i);
-          const double p1 = mul_rn(add_rn(mul_rn(9.0, add_rn(b, cc)), -add_rn(a, e)), 1.0 / 16.0);
-          const double p2 = mul_rn(add_rn(mul_rn(23.0, add_rn(b, cc)), mul_rn(-3.0, add_rn(a, e))), 1.0 / 40.0);
-          const double f1 = ::fabs(mul_rn(add_rn(x, -p1), inv_unit));
-          const double f2 = ::fabs(mul_rn(add_rn(x, -p2), inv_unit));
-          // NaN and huge errors count as the cap: fill values must not decide.
-          acc_nak += f1 < 1024.0 ? static_cast<std::uint64_t>(f1) : 1024u;
-          acc_nat += f2 < 1024.0 ? static_cast<std::uint64_t>(f2) : 1024u;
-        },
-        e_nak, e_nat);
-    prof.err[d][0] = e_nak;
-    prof.err[d][1] = e_nat;
+    std::uint64_t total = 0;
+    if (shape.n[d] >= 7) {
+      for (int e = 0; e < 3; ++e)
+        f.cnt[d][e] = e == d ? (shape.n[d] - 7) / Sums::kSample + 1 : (shape.n[e] - 1) / Sums::kSample + 1;
+      total = f.cnt[d][0] * f.cnt[d][1] * f.cnt[d][2];
+    }
+    f.start[d + 1] = f.start[d] + total;
     prof.samples[d] = total;
+  }
+  std::uint64_t sums[Sums::kValues] = {};
+  if (f.start[3] > 0)
+    Kokkos::parallel_reduce(
+        "ksz::spline::profile", Kokkos::RangePolicy<ExecSpace>(space, 0, f.start[3]), f,
+        Kokkos::View<std::uint64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(sums, Sums::kValues));
+  for (int d = 0; d < 3; ++d) {
+    prof.err[d][0] = sums[2 * d];
+    prof.err[d][1] = sums[2 * d + 1];
   }
   return prof;
 }
