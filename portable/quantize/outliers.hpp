@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "src/core/error.hpp"
+#include "src/pipeline/workspace.hpp"
 
 namespace ksz::outliers {
 
@@ -20,7 +21,10 @@ template <class ExecSpace, class Pred>
 Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_counted(
     const ExecSpace& space, std::uint64_t n, Pred pred, const char* label,
     Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> offsets,
-    std::uint64_t known_count = ~std::uint64_t(0)) {
+    std::uint64_t known_count = ~std::uint64_t(0),
+    typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
+    typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot =
+        pipeline::Workspace<typename ExecSpace::memory_space>::kOutliers) {
   using Mem = typename ExecSpace::memory_space;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   using Member = typename Policy::member_type;
@@ -38,7 +42,9 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_counted(
   Kokkos::deep_copy(space, count, Kokkos::subview(offsets, nblocks));
   space.fence();
   KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
-  Kokkos::View<std::uint64_t*, Mem> idx(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), count);
+  // From the workspace when the caller holds a lease (an allocation a call
+  // costs a cudaMalloc, and its release a synchronizing cudaFree).
+  const Kokkos::View<std::uint64_t*, Mem> idx = pipeline::Workspace<Mem>::template buffer<std::uint64_t>(ws, slot, count, label);
   if (count == 0) return idx;
   Policy policy(space, static_cast<int>(nblocks), host ? 1 : 256);
   Kokkos::parallel_for(

@@ -178,7 +178,8 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   spline::recode<ExecSpace>(space, codes, coded_radius, radius, qv, zero_counts);
 
   const auto zero_idx = outliers::compact_counted(
-      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index", zero_counts);
+      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index", zero_counts,
+      ~std::uint64_t(0), &ws, WS::kOutliers);
   const std::uint64_t n_zero = zero_idx.extent(0);
   KSZ_EXPECTS(n_verbatim <= n_zero, "internal: more verbatim elements than code-0 positions");
   Kokkos::View<std::uint64_t*, Mem> out_idx = zero_idx, verb_idx;  // without verbatim elements: every code 0
@@ -209,8 +210,8 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
           v_val(j) = in(i);
         });
   }
-  Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
-                                           out_idx.extent(0));
+  const Kokkos::View<std::int32_t*, Mem> out_val =
+      ws.template get<std::int32_t>(WS::kOutliersAlt, out_idx.extent(0), "ksz::outlier_value");
   const Kokkos::View<const std::uint64_t*, Mem> oidx = out_idx;
   Kokkos::parallel_for(
       "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),

@@ -195,14 +195,29 @@ KOKKOS_INLINE_FUNCTION void pass_point(const Pass& p, std::uint64_t k, std::uint
   c = p.dim == 0 ? x : p.dim == 1 ? y : z;
 }
 
+// Fields of up to kIndex32Max elements index in 32 bits on GPUs: every
+// coordinate, index and neighbour test then fits (c + 3s < 4 * 2^30), and a
+// point's index math is a third of its 64-bit cost. The passes are
+// instruction-bound there.
+constexpr std::uint64_t kIndex32Max = std::uint64_t(1) << 30;
+
+KOKKOS_INLINE_FUNCTION void pass_point32(const Pass& p, std::uint32_t k, std::uint32_t& idx, std::uint32_t& c) {
+  const std::uint32_t k12 = p.div0.div(k), k2 = p.div1.div(k12);
+  const std::uint32_t k0 = k - k12 * p.div0.d, k1 = k12 - k2 * p.div1.d;
+  const std::uint32_t x = static_cast<std::uint32_t>(p.first[0]) + k0 * static_cast<std::uint32_t>(p.step[0]);
+  const std::uint32_t y = static_cast<std::uint32_t>(p.first[1]) + k1 * static_cast<std::uint32_t>(p.step[1]);
+  const std::uint32_t z = static_cast<std::uint32_t>(p.first[2]) + k2 * static_cast<std::uint32_t>(p.step[2]);
+  idx = x + y * static_cast<std::uint32_t>(p.shape.stride[1]) + z * static_cast<std::uint32_t>(p.shape.stride[2]);
+  c = p.dim == 0 ? x : p.dim == 1 ? y : z;
+}
+
 // Spline prediction from reconstructed neighbours at c-3s, c-s, c+s, c+3s
 // along the pass dimension (section IV-B.1), which sit in r at ib - u, ib,
-// ib + u and ib + 2u (c the coordinate along the dimension, n its extent).
-// Every product and sum rounds once so that nvcc's FMA contraction cannot
-// change the result.
-template <class V>
-KOKKOS_INLINE_FUNCTION double predict_at(std::uint32_t kind, std::uint64_t s, std::uint64_t n, std::uint64_t c,
-                                         const V& r, std::uint64_t ib, std::uint64_t u) {
+// ib + u and ib + 2u (c the coordinate along the dimension, n its extent;
+// I the index type). Every product and sum rounds once so that nvcc's FMA
+// contraction cannot change the result.
+template <class V, class I>
+KOKKOS_INLINE_FUNCTION double predict_at(std::uint32_t kind, I s, I n, I c, const V& r, I ib, I u) {
   const double b = static_cast<double>(r(ib));
   const bool has_c = c + s < n, has_a = c >= 3 * s, has_d = c + 3 * s < n;
   if (has_c) {
@@ -233,10 +248,11 @@ KOKKOS_INLINE_FUNCTION double predict_at(std::uint32_t kind, std::uint64_t s, st
 }
 
 // The same on the whole field: point idx, neighbours at idx -+ s, -+ 3s strides.
-template <class V>
-KOKKOS_INLINE_FUNCTION double predict(const Pass& p, const V& r, std::uint64_t idx, std::uint64_t c) {
-  const std::uint64_t ms = p.shape.stride[p.dim] * p.s;
-  return predict_at(p.kind, p.s, p.shape.n[p.dim], c, r, idx - ms, 2 * ms);
+template <class V, class I>
+KOKKOS_INLINE_FUNCTION double predict(const Pass& p, const V& r, I idx, I c) {
+  const I ms = static_cast<I>(p.shape.stride[p.dim] * p.s);
+  return predict_at(p.kind, static_cast<I>(p.s), static_cast<I>(p.shape.n[p.dim]), c, r, static_cast<I>(idx - ms),
+                    static_cast<I>(2 * ms));
 }
 
 // Quantization of one value against its prediction: the residual q in steps
@@ -263,10 +279,9 @@ KOKKOS_INLINE_FUNCTION std::int32_t quantize_value(double pred, T x, double qste
 // residual array is sparse: qv(i) is written only where the code is 0 (an
 // outlier's q or kVerbatim), the only places anyone reads it; `nverb`
 // counts the verbatim elements (rare: an atomic each).
-template <class T, class VIn, class VR, class VC, class VQ, class VN>
+template <class T, class VIn, class VR, class VC, class VQ, class VN, class I>
 KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int32_t rad, const VIn& in, const VR& r,
-                                           const VC& codes, const VQ& qv, const VN& nverb, std::uint64_t i,
-                                           std::uint64_t c) {
+                                           const VC& codes, const VQ& qv, const VN& nverb, I i, I c) {
   const double pred = predict(p, r, i, c);
   T rec;
   const std::int32_t q = quantize_value<T>(pred, in(i), p.qstep, p.inv_qstep, bound, rec);
@@ -283,9 +298,9 @@ KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int
 // qv(i) (an outlier's q, or kVerbatim where out already holds the verbatim
 // value). Code-0 positions are counted in `zeros` (rare: an atomic each), so
 // the caller can check the outlier and verbatim lists covered them all.
-template <class T, class VC, class VQ, class VOut, class VN>
+template <class T, class VC, class VQ, class VOut, class VN, class I>
 KOKKOS_INLINE_FUNCTION void decompress_point(const Pass& p, const VC& codes, const VQ& qv, std::int32_t rad,
-                                             const VOut& out, const VN& zeros, std::uint64_t i, std::uint64_t c) {
+                                             const VOut& out, const VN& zeros, I i, I c) {
   const std::int32_t code = codes(i);
   std::int32_t q = code - rad;
   if (code == 0) {
@@ -326,6 +341,20 @@ void for_each_point(const ExecSpace& space, const Pass& pass, const char* label,
     // hint keeps it one (a constant-memory launch doubled the small passes' time).
     const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
                                                       Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+    if (p.shape.count() <= kIndex32Max) {
+      const std::uint32_t total32 = static_cast<std::uint32_t>(total), iters32 = static_cast<std::uint32_t>(iters);
+      Kokkos::parallel_for(
+          label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
+            for (std::uint32_t j = 0; j < kPassPerIter; ++j) {
+              const std::uint32_t k = static_cast<std::uint32_t>(it) + j * iters32;
+              if (k >= total32) break;
+              std::uint32_t i, c;
+              pass_point32(p, k, i, c);
+              f(i, c);
+            }
+          });
+      return;
+    }
     Kokkos::parallel_for(
         label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
           for (std::uint64_t j = 0; j < kPassPerIter; ++j) {
@@ -339,6 +368,39 @@ void for_each_point(const ExecSpace& space, const Pass& pass, const char* label,
   }
 }
 
+// A pass's point bodies for for_each_point, whose index type (32 or 64 bits)
+// they take as it comes: functors, not lambdas (a generic extended lambda is
+// not allowed; see also RecodeOne).
+template <class T, class Mem>
+struct CompressPoint {
+  Pass p;
+  double bound;
+  std::int32_t rad;
+  Kokkos::View<const T*, Mem> in;
+  Kokkos::View<T*, Mem> r;
+  Kokkos::View<std::uint16_t*, Mem> codes;
+  Kokkos::View<std::int32_t*, Mem> qv;
+  Kokkos::View<std::uint64_t, Mem> nverb;
+  template <class I>
+  KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
+    compress_point<T>(p, bound, rad, in, r, codes, qv, nverb, i, c);
+  }
+};
+
+template <class T, class Mem>
+struct DecompressPoint {
+  Pass p;
+  std::int32_t rad;
+  Kokkos::View<const std::uint16_t*, Mem> codes;
+  Kokkos::View<const std::int32_t*, Mem> qv;
+  Kokkos::View<T*, Mem> out;
+  Kokkos::View<std::uint64_t, Mem> zeros;
+  template <class I>
+  KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
+    decompress_point<T>(p, codes, qv, rad, out, zeros, i, c);
+  }
+};
+
 // Compressor side of one pass: code, residual and reconstruction of each point.
 template <class ExecSpace, class T>
 void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
@@ -347,11 +409,9 @@ void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::
                    Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
                    Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
                    Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
-  const Pass p = pass;
-  const std::int32_t rad = static_cast<std::int32_t>(radius);
-  for_each_point(space, pass, "ksz::spline::compress_pass", KOKKOS_LAMBDA(const std::uint64_t i, const std::uint64_t c) {
-    compress_point<T>(p, bound, rad, in, r, codes, qv, nverb, i, c);
-  });
+  for_each_point(space, pass, "ksz::spline::compress_pass",
+                 CompressPoint<T, typename ExecSpace::memory_space>{pass, bound, static_cast<std::int32_t>(radius), in,
+                                                                   r, codes, qv, nverb});
 }
 
 // Decompressor side: codes with the sparse residuals of code-0 positions
@@ -362,11 +422,9 @@ void decompress_pass(const ExecSpace& space, const Pass& pass,
                      Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv, std::uint32_t radius,
                      Kokkos::View<T*, typename ExecSpace::memory_space> out,
                      Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
-  const Pass p = pass;
-  const std::int32_t rad = static_cast<std::int32_t>(radius);
-  for_each_point(space, pass, "ksz::spline::decompress_pass", KOKKOS_LAMBDA(const std::uint64_t i, const std::uint64_t c) {
-    decompress_point<T>(p, codes, qv, rad, out, zeros, i, c);
-  });
+  for_each_point(space, pass, "ksz::spline::decompress_pass",
+                 DecompressPoint<T, typename ExecSpace::memory_space>{pass, static_cast<std::int32_t>(radius), codes,
+                                                                     qv, out, zeros});
 }
 
 // The finest level (stride 1: seven eighths of a 3D field's points) in tiles
@@ -530,7 +588,7 @@ KOKKOS_INLINE_FUNCTION void tile_for_each(const Member& team, const FineTiles& f
 template <class V>
 KOKKOS_INLINE_FUNCTION double tile_predict(const TilePhase& ph, const V& sc, const TilePoint& pt) {
   const std::uint64_t c = ph.dim == 0 ? pt.g0 : ph.dim == 1 ? pt.g1 : pt.g2;
-  return predict_at(ph.kind, 1, ph.n, c, sc, pt.sidx - ph.boff, ph.u);
+  return predict_at<V, std::uint64_t>(ph.kind, 1, ph.n, c, sc, pt.sidx - ph.boff, ph.u);
 }
 
 // Tile t's origin.
