@@ -182,40 +182,47 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
       ~std::uint64_t(0), &ws, WS::kOutliers);
   const std::uint64_t n_zero = zero_idx.extent(0);
   KSZ_EXPECTS(n_verbatim <= n_zero, "internal: more verbatim elements than code-0 positions");
-  Kokkos::View<std::uint64_t*, Mem> out_idx = zero_idx, verb_idx;  // without verbatim elements: every code 0
+  // Without verbatim elements every code-0 position is an outlier; with them,
+  // one scan over the code-0 list splits it (in order) into the outlier list
+  // with its residuals and the verbatim list with its values. The lists come
+  // from the workspace: no allocation, no synchronization.
+  Kokkos::View<std::uint64_t*, Mem> out_idx = zero_idx, verb_idx;
   Kokkos::View<T*, Mem> verb_val;
-  if (n_verbatim > 0) {  // split the code-0 positions by their residual (compactions over that short list)
-    const auto out_at = outliers::compact_indices(
-        space, n_zero, KOKKOS_LAMBDA(const std::uint64_t j) { return qv(zero_idx(j)) != spline::kVerbatim; },
-        "ksz::outlier_at", n_zero - n_verbatim);
-    const auto verb_at = outliers::compact_indices(
-        space, n_zero, KOKKOS_LAMBDA(const std::uint64_t j) { return qv(zero_idx(j)) == spline::kVerbatim; },
-        "ksz::verbatim_at", n_verbatim);
-    out_idx = Kokkos::View<std::uint64_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_index"),
-                                                out_at.extent(0));
-    verb_idx = Kokkos::View<std::uint64_t*, Mem>(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_index"), verb_at.extent(0));
-    verb_val = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
-                                     verb_at.extent(0));
+  const Kokkos::View<std::int32_t*, Mem> out_val =
+      ws.template get<std::int32_t>(WS::kOutliersAlt, n_zero - n_verbatim, "ksz::outlier_value");
+  if (n_verbatim > 0) {
+    out_idx = ws.template get<std::uint64_t>(WS::kOutlierSplit, n_zero - n_verbatim, "ksz::outlier_index");
+    verb_idx = ws.template get<std::uint64_t>(WS::kVerbatim, n_verbatim, "ksz::verbatim_index");
+    verb_val = ws.template get<T>(WS::kVerbatimAlt, n_verbatim, "ksz::verbatim_value");
     const Kokkos::View<std::uint64_t*, Mem> o_idx = out_idx, v_idx = verb_idx;
     const Kokkos::View<T*, Mem> v_val = verb_val;
+    const std::uint64_t n_out = n_zero - n_verbatim;
+    std::uint64_t n_split = 0;  // verbatim elements the scan met: must be the passes' count
+    Kokkos::parallel_scan(
+        "ksz::interp::split_zeros", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
+        KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& verb_before, const bool final) {
+          const std::uint64_t i = zero_idx(j);
+          const std::int32_t q = qv(i);
+          const bool verb = q == spline::kVerbatim;
+          if (final) {
+            if (verb && verb_before < n_verbatim) {
+              v_idx(verb_before) = i;
+              v_val(verb_before) = in(i);
+            } else if (!verb && j - verb_before < n_out) {
+              o_idx(j - verb_before) = i;
+              out_val(j - verb_before) = q;
+            }
+          }
+          verb_before += verb ? 1 : 0;
+        },
+        n_split);
+    KSZ_EXPECTS(n_split == n_verbatim, "internal: ", n_split, " verbatim elements listed, the passes counted ",
+                n_verbatim);
+  } else {
     Kokkos::parallel_for(
-        "ksz::outlier_split", Kokkos::RangePolicy<ExecSpace>(space, 0, out_at.extent(0)),
-        KOKKOS_LAMBDA(const std::uint64_t j) { o_idx(j) = zero_idx(out_at(j)); });
-    Kokkos::parallel_for(
-        "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_at.extent(0)),
-        KOKKOS_LAMBDA(const std::uint64_t j) {
-          const std::uint64_t i = zero_idx(verb_at(j));
-          v_idx(j) = i;
-          v_val(j) = in(i);
-        });
+        "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
+        KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = qv(zero_idx(j)); });
   }
-  const Kokkos::View<std::int32_t*, Mem> out_val =
-      ws.template get<std::int32_t>(WS::kOutliersAlt, out_idx.extent(0), "ksz::outlier_value");
-  const Kokkos::View<const std::uint64_t*, Mem> oidx = out_idx;
-  Kokkos::parallel_for(
-      "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
-      KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = qv(oidx(j)); });
   timer.mark("outliers");
 
   // Its last stage ends before the Huffman segments' copy to the host, which

@@ -418,9 +418,12 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   timer.mark("huffman encode");
   HuffmanSegments out;
   out.lengths.assign(book.lengths.begin(), book.lengths.end());
+  out.words = words_segment(space, enc.words, enc.n_words, pass, out.lossless, timer, report, ws);
+  // Copies to the host after the lossless pass's mark, with the words': they
+  // belong to the caller's gather+container stage (the kernels' figures are
+  // for data that stays on the device), not to the pass.
   out.offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
   out.run_bits = to_host_bytes(enc.run_bits, enc.run_bits.extent(0));
-  out.words = words_segment(space, enc.words, enc.n_words, pass, out.lossless, timer, report, ws);
   return out;
 }
 

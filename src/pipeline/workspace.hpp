@@ -48,6 +48,7 @@ class Workspace {
     kTrialResiduals,   // sparse residuals
     kTrialPasses,      // and pass table
     kZeroCounts,       // the interp compressor's code-0 counts per compaction block
+    kOutlierSplit,     // its outlier list when verbatim elements are split off the code-0 list
     kSlots
   };
 
