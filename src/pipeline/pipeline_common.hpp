@@ -393,7 +393,8 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
                                      std::uint32_t radius, std::uint32_t huffman_chunk, std::uint32_t subchunk,
                                      LosslessId pass, Timer& timer, Report* report,
                                      const std::uint64_t* known_hist = nullptr,
-                                     typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
+                                     typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
+                                     const huffman::Codebook* prebuilt = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint32_t nsym = 2 * radius;
   // The codes' histogram: counted here unless the caller already knows it
@@ -407,11 +408,13 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
     counts = hist_h.data();
     timer.mark("histogram");
   }
-  const huffman::Codebook book = huffman::build_codebook(counts, nsym);
+  // A caller that knew the histogram may have built the codebook already
+  // (from these counts), on the host while its device work ran.
+  const huffman::Codebook book = prebuilt ? *prebuilt : huffman::build_codebook(counts, nsym);
   // With a workspace: the tables in it, and the encoder's one pass (its
   // bitstream sized by words_bound), as the Lorenzo pipeline does.
   const huffman::DeviceCodebook<ExecSpace> dbook = device_codebook(space, book, ws);
-  timer.mark("codebook");
+  timer.mark(prebuilt ? "codebook tables" : "codebook");
   const std::uint64_t n = codes.extent(0);
   const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, ws, subchunk,
                                               ws ? huffman::words_bound(counts, book, n, huffman_chunk) : 0);
