@@ -241,6 +241,16 @@ int team_size() {  // one thread per block on CPUs: a block stays in one core's 
   return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible ? 1 : 128;
 }
 
+// The coders' teams: one thread whose vector lanes (a warp on GPUs) share a
+// block, so a level's counts and places are warp reductions and scans
+// (shuffles) rather than team ones (shared memory and barriers across four
+// warps). One lane on CPUs.
+template <class ExecSpace>
+Kokkos::TeamPolicy<ExecSpace> block_policy(const ExecSpace& space, std::uint64_t nb) {
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  return Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), 1, host ? 1 : 32);
+}
+
 // Bitmap of one level inside a team: the level's `units` units of u bytes at
 // src (zero past src_end) give their bitmap (written to `bitmap`, blen
 // bytes). Returns the number of nonzero units, on every thread of the team.
@@ -252,7 +262,7 @@ KOKKOS_INLINE_FUNCTION std::uint32_t bitmap_level(const M& t, const std::uint8_t
   const std::uint64_t g = 32 / u;
   std::uint32_t count = 0;
   Kokkos::parallel_reduce(
-      Kokkos::TeamThreadRange(t, (units + g - 1) / g),
+      Kokkos::ThreadVectorRange(t, (units + g - 1) / g),
       [&](const std::uint64_t i, std::uint32_t& acc) {
         Chunk c;
         load_chunk(src, 32 * i, src_end, c);
@@ -274,7 +284,7 @@ KOKKOS_INLINE_FUNCTION void values_level(const M& t, const std::uint8_t* src, st
                                          std::uint8_t* dst) {
   const int mbytes = u == 1 ? 4 : 1;
   const std::uint64_t g = 32 / u;
-  Kokkos::parallel_scan(Kokkos::TeamThreadRange(t, (units + g - 1) / g),
+  Kokkos::parallel_scan(Kokkos::ThreadVectorRange(t, (units + g - 1) / g),
                         [&](const std::uint64_t i, std::uint64_t& acc, const bool final) {
                           std::uint32_t m = read_mask(bitmap, i, mbytes, blen);
                           const int c = popcount32(m);
@@ -331,7 +341,7 @@ struct EncodeBlocks {
                      dst + pos[k]);
       const std::uint8_t* top = levels + lv.off[lv.top];
       std::uint8_t* tdst = dst + pos[lv.top];
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, lv.len[lv.top]), [&](const std::uint32_t j) { tdst[j] = top[j]; });
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, lv.len[lv.top]), [&](const std::uint32_t j) { tdst[j] = top[j]; });
     }
     Kokkos::single(Kokkos::PerTeam(t), [&]() { sizes(b) = raw ? len : pos[lv.top] + lv.len[lv.top]; });
   }
@@ -394,7 +404,7 @@ struct DecodeBlocks {
     std::uint8_t* dst = out.data() + begin;
     if (s > len) return;  // flagged by the offsets scan
     if (s == len) {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(t, len), [&](const std::uint32_t j) { dst[j] = src[j]; });
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, len), [&](const std::uint32_t j) { dst[j] = src[j]; });
       return;
     }
     const Levels lv = levels_of(len, unit);
@@ -402,7 +412,7 @@ struct DecodeBlocks {
     if (s < top_len) return fail(t, kOverrun);
     Scratch shared(t.team_scratch(0), (lv.scratch + 7) / 8);
     std::uint8_t* levels = reinterpret_cast<std::uint8_t*>(shared.data());
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, top_len),
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, top_len),
                          [&](const std::uint32_t j) { levels[lv.off[lv.top] + j] = src[s - top_len + j]; });
     t.team_barrier();
     std::uint64_t pos = s - top_len;
@@ -414,7 +424,7 @@ struct DecodeBlocks {
       // Set units, and bits past the level's end (which must be clear).
       std::uint64_t count = 0, padding = 0;
       Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(t, blen),
+          Kokkos::ThreadVectorRange(t, blen),
           [&](const std::uint32_t i, std::uint64_t& acc) {
             const std::uint32_t byte = bitmap[i];
             const std::uint64_t first = 8 * std::uint64_t(i);
@@ -434,7 +444,7 @@ struct DecodeBlocks {
       std::uint8_t* level_out = k == 0 ? dst : levels + lv.off[k];
       const std::uint64_t out_end = k == 0 ? len : lv.len[k];
       std::uint32_t bad = 0;
-      Kokkos::parallel_scan(Kokkos::TeamThreadRange(t, nchunks), [&](const std::uint64_t i, std::uint64_t& acc,
+      Kokkos::parallel_scan(Kokkos::ThreadVectorRange(t, nchunks), [&](const std::uint64_t i, std::uint64_t& acc,
                                                                      const bool final) {
         const std::uint32_t m = read_mask(bitmap, i, mbytes, blen);
         if (final) {
@@ -548,8 +558,7 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   const std::size_t scratch = 8 * ((impl::levels_of(static_cast<std::uint32_t>(bsize), unit).scratch + 7) / 8);
   if (nb > 0)
     Kokkos::parallel_for("ksz::lossless::encode",
-                         Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), ts)
-                             .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                         impl::block_policy(space, nb).set_scratch_size(0, Kokkos::PerTeam(scratch)),
                          impl::EncodeBlocks<ExecSpace>{in, staging, sizes, n, log2_block, unit});
   Kokkos::parallel_scan("ksz::lossless::offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nb + 1),
                         impl::SizeScan<ExecSpace>{sizes, offsets, nb});
@@ -594,7 +603,7 @@ struct CodedBound {
     const std::uint64_t begin = b * wpb, end = begin + wpb < n_words ? begin + wpb : n_words;
     std::uint32_t c = 0;
     Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(t, begin, end),
+        Kokkos::ThreadVectorRange(t, begin, end),
         [&](const std::uint64_t i, std::uint32_t& acc) {
           const std::uint32_t w = words(i);
           if (!bytes) {
@@ -623,7 +632,6 @@ template <class ExecSpace>
 std::uint64_t coded_lower_bound(const ExecSpace& space,
                                 Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words,
                                 Method method, int log2_block = kLog2BlockDefault) {
-  using Policy = Kokkos::TeamPolicy<ExecSpace>;
   const std::uint64_t n_words = words.extent(0), n = n_words * 4;
   KSZ_EXPECTS(log2_block >= kLog2BlockMin && log2_block <= kLog2BlockMax, "lossless: block size 2^", log2_block,
               " out of range");
@@ -641,8 +649,7 @@ std::uint64_t coded_lower_bound(const ExecSpace& space,
   // A functor, not a lambda: Kokkos 3.4's team reduction called an nvcc
   // extended lambda through a null host pointer (CUDA 13).
   Kokkos::parallel_reduce("ksz::lossless::count_nonzero",
-                          Policy(space, static_cast<int>(nb), impl::team_size<ExecSpace>()),
-                          impl::CodedBound<ExecSpace>{words, n_words, n, wpb, bsize, nb, bytes}, coded);
+                          impl::block_policy(space, nb), impl::CodedBound<ExecSpace>{words, n_words, n, wpb, bsize, nb, bytes}, coded);
   return kHeaderBytes + 4 * nb + coded;
 }
 
@@ -697,8 +704,7 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename E
   const std::uint64_t bsize = std::uint64_t(1) << info.log2_block;
   const std::size_t scratch = 8 * ((impl::levels_of(static_cast<std::uint32_t>(bsize), unit).scratch + 7) / 8);
   Kokkos::parallel_for("ksz::lossless::decode",
-                       Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), impl::team_size<ExecSpace>())
-                           .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+                       impl::block_policy(space, nb).set_scratch_size(0, Kokkos::PerTeam(scratch)),
                        impl::DecodeBlocks<ExecSpace>{payload, offsets, out, status, n, data_start, info.log2_block,
                                                      unit});
   Kokkos::deep_copy(space, h_status, status);
