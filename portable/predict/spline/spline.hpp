@@ -870,30 +870,42 @@ KOKKOS_INLINE_FUNCTION std::uint64_t anchor_row_base(const Anchors& a, std::uint
   return y * a.shape.stride[1] + z * a.shape.stride[2];
 }
 
-// One row of anchors along x (compress_anchors; the trial's teams).
+// One anchor at i given the previous anchor's pre-quantized value along its
+// row (0 for the first; a verbatim anchor's is 0 too, as prequantize leaves
+// it); returns its own.
+template <class T, class VIn, class VR, class VC, class VQ, class VN>
+KOKKOS_INLINE_FUNCTION std::uint32_t compress_anchor(const quantize::QuantParams& q_p, std::uint32_t radius,
+                                                     const VIn& in, const VR& r, const VC& codes, const VQ& qv,
+                                                     const VN& nverb, std::uint64_t i, std::uint32_t prev) {
+  const T x = in(i);
+  std::int32_t q;
+  const bool ok = quantize::prequantize<T>(x, q_p, q);
+  const std::int32_t d = static_cast<std::int32_t>(static_cast<std::uint32_t>(q) - prev);
+  const std::int64_t rad = radius;
+  // |q| < 2^30 makes d != kVerbatim, so the marker stays unambiguous.
+  const bool coded = ok && d > -rad && d < rad;
+  codes(i) = coded ? static_cast<std::uint16_t>(d + rad) : std::uint16_t(0);
+  if (!coded) qv(i) = ok ? d : kVerbatim;  // sparse, as compress_point's
+  if (!ok) Kokkos::atomic_add(&nverb(), std::uint64_t(1));
+  r(i) = ok ? quantize::reconstruct<T>(q, q_p.step) : x;
+  return static_cast<std::uint32_t>(q);
+}
+
+// One row of anchors along x (the trial's teams).
 template <class T, class VIn, class VR, class VC, class VQ, class VN>
 KOKKOS_INLINE_FUNCTION void compress_anchor_row(const Anchors& a, const quantize::QuantParams& q_p,
                                                 std::uint32_t radius, const VIn& in, const VR& r, const VC& codes,
                                                 const VQ& qv, const VN& nverb, std::uint64_t row) {
   const std::uint64_t base = anchor_row_base(a, row);
   std::uint32_t prev = 0;
-  for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
-    const std::uint64_t i = base + j * a.S;
-    const T x = in(i);
-    std::int32_t q;
-    const bool ok = quantize::prequantize<T>(x, q_p, q);
-    const std::int32_t d = static_cast<std::int32_t>(static_cast<std::uint32_t>(q) - prev);
-    const std::int64_t rad = radius;
-    // |q| < 2^30 makes d != kVerbatim, so the marker stays unambiguous.
-    const bool coded = ok && d > -rad && d < rad;
-    codes(i) = coded ? static_cast<std::uint16_t>(d + rad) : std::uint16_t(0);
-    if (!coded) qv(i) = ok ? d : kVerbatim;  // sparse, as compress_point's
-    if (!ok) Kokkos::atomic_add(&nverb(), std::uint64_t(1));
-    r(i) = ok ? quantize::reconstruct<T>(q, q_p.step) : x;
-    prev = static_cast<std::uint32_t>(q);
-  }
+  for (std::uint64_t j = 0; j < a.cnt[0]; ++j)
+    prev = compress_anchor<T>(q_p, radius, in, r, codes, qv, nverb, base + j * a.S, prev);
 }
 
+// Every anchor a thread: the previous anchor's pre-quantized value is
+// recomputed from the input (the row chain holds pre-quantized values, not
+// reconstructions, so no anchor waits for another). A thread per row walked
+// 64 strided anchors one after the other (51 us at 512^3 on the H200).
 template <class ExecSpace, class T>
 void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
                       std::uint32_t radius, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
@@ -904,8 +916,18 @@ void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quan
   const Anchors a = anchors;
   const quantize::QuantParams q_p = qp;
   Kokkos::parallel_for(
-      "ksz::spline::compress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows()),
-      KOKKOS_LAMBDA(const std::uint64_t row) { compress_anchor_row<T>(a, q_p, radius, in, r, codes, qv, nverb, row); });
+      "ksz::spline::compress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows() * a.cnt[0]),
+      KOKKOS_LAMBDA(const std::uint64_t k) {
+        const std::uint64_t row = k / a.cnt[0], j = k - row * a.cnt[0];
+        const std::uint64_t i = anchor_row_base(a, row) + j * a.S;
+        std::uint32_t prev = 0;
+        if (j > 0) {
+          std::int32_t qp_prev;
+          quantize::prequantize<T>(in(i - a.S), q_p, qp_prev);
+          prev = static_cast<std::uint32_t>(qp_prev);
+        }
+        compress_anchor<T>(q_p, radius, in, r, codes, qv, nverb, i, prev);
+      });
 }
 
 template <class ExecSpace, class T>
