@@ -87,15 +87,15 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
       fine[c].item_n = box.count();
       spline::compress_fine<ExecSpace, T>(space, fine[c], bound, radius, sample, rec, codes, qv, unread, c * ns);
     }
+  // Both configurations' histograms side by side, one copy back.
+  const std::uint64_t nbins = 2 * radius;
   const Kokkos::View<std::uint64_t*, Mem> hist =
-      ws.template get<std::uint64_t>(WS::kHistogram, 2 * radius, "ksz::hist");  // zeroed by histogram()
-  double bits[2];
-  for (int c = 0; c < 2; ++c) {
-    histogram::histogram<ExecSpace>(space, Kokkos::subview(codes, std::make_pair(c * ns, (c + 1) * ns)), hist, radius);
-    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
-    bits[c] = spline::trial_bits(h.data(), h.extent(0));
-  }
-  if (bits[1] < bits[0]) cfg = lin;
+      ws.template get<std::uint64_t>(WS::kHistogram, 2 * nbins, "ksz::hist");  // zeroed by histogram()
+  for (std::uint64_t c = 0; c < 2; ++c)
+    histogram::histogram<ExecSpace>(space, Kokkos::subview(codes, std::make_pair(c * ns, (c + 1) * ns)),
+                                    Kokkos::subview(hist, std::make_pair(c * nbins, (c + 1) * nbins)), radius);
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
+  if (spline::trial_bits(h.data() + nbins, nbins) < spline::trial_bits(h.data(), nbins)) cfg = lin;
 }
 }  // namespace impl
 
