@@ -171,17 +171,24 @@ inline Pass make_pass(const Shape& sh, const Config& cfg, std::uint64_t s, int p
   return ps;
 }
 
+// Pass point k < 2^32 split into its counts along each dimension by FastDiv.
+KOKKOS_INLINE_FUNCTION void split32(const Pass& p, std::uint32_t k, std::uint32_t& k0, std::uint32_t& k1,
+                                    std::uint32_t& k2) {
+  const std::uint32_t k12 = p.div0.div(k);
+  k2 = p.div1.div(k12);
+  k0 = k - k12 * p.div0.d;
+  k1 = k12 - k2 * p.div1.d;
+}
+
 // Flat element index and coordinate along the pass dimension of pass point k.
 // Passes of fewer than 2^32 points (every field below 2^33 elements) divide
 // in 32 bits by FastDiv; the rest in 64.
 KOKKOS_INLINE_FUNCTION void pass_point(const Pass& p, std::uint64_t k, std::uint64_t& idx, std::uint64_t& c) {
   std::uint64_t k0, k1, k2;
   if (p.div32) {
-    const std::uint32_t k32 = static_cast<std::uint32_t>(k);
-    const std::uint32_t k12 = p.div0.div(k32), q2 = p.div1.div(k12);
-    k0 = k32 - k12 * p.div0.d;
-    k1 = k12 - q2 * p.div1.d;
-    k2 = q2;
+    std::uint32_t a, b, d;
+    split32(p, static_cast<std::uint32_t>(k), a, b, d);
+    k0 = a, k1 = b, k2 = d;
   } else {
     const std::uint64_t k12 = k / p.cnt[0];
     k0 = k - k12 * p.cnt[0];
@@ -202,8 +209,8 @@ KOKKOS_INLINE_FUNCTION void pass_point(const Pass& p, std::uint64_t k, std::uint
 constexpr std::uint64_t kIndex32Max = std::uint64_t(1) << 30;
 
 KOKKOS_INLINE_FUNCTION void pass_point32(const Pass& p, std::uint32_t k, std::uint32_t& idx, std::uint32_t& c) {
-  const std::uint32_t k12 = p.div0.div(k), k2 = p.div1.div(k12);
-  const std::uint32_t k0 = k - k12 * p.div0.d, k1 = k12 - k2 * p.div1.d;
+  std::uint32_t k0, k1, k2;
+  split32(p, k, k0, k1, k2);
   const std::uint32_t x = static_cast<std::uint32_t>(p.first[0]) + k0 * static_cast<std::uint32_t>(p.step[0]);
   const std::uint32_t y = static_cast<std::uint32_t>(p.first[1]) + k1 * static_cast<std::uint32_t>(p.step[1]);
   const std::uint32_t z = static_cast<std::uint32_t>(p.first[2]) + k2 * static_cast<std::uint32_t>(p.step[2]);
@@ -654,17 +661,6 @@ struct FineCompress {
 
 // A team per tile; the functor (over 512 bytes) goes as a kernel argument
 // (the light-weight hint), not through constant memory.
-template <class ExecSpace, class F>
-void run_tiles(const ExecSpace& space, const FineTiles& ft, const char* label, const F& f) {
-  using Policy = Kokkos::TeamPolicy<ExecSpace>;
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
-  if (ft.count() == 0 || (ft.pass[0].count + ft.pass[1].count + ft.pass[2].count) == 0) return;
-  const std::size_t bytes = F::Scratch::shmem_size(ft.scratch_elems());
-  auto policy = Kokkos::Experimental::require(Policy(space, static_cast<int>(ft.count() * ft.items), host ? 1 : 256),
-                                              Kokkos::Experimental::WorkItemProperty::HintLightWeight);
-  Kokkos::parallel_for(label, policy.set_scratch_size(0, Kokkos::PerTeam(bytes)), f);
-}
-
 template <class ExecSpace, class T>
 void compress_fine(const ExecSpace& space, const FineTiles& ft, double bound, std::uint32_t radius,
                    Kokkos::View<const T*, typename ExecSpace::memory_space> in,
@@ -672,9 +668,15 @@ void compress_fine(const ExecSpace& space, const FineTiles& ft, double bound, st
                    Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
                    Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
                    Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb, std::uint64_t out_base = 0) {
-  run_tiles(space, ft, "ksz::spline::compress_fine",
-            FineCompress<ExecSpace, T>{ft, bound, static_cast<std::int32_t>(radius), in, rec, codes, qv, nverb,
-                                       out_base});
+  using F = FineCompress<ExecSpace, T>;
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  if (ft.count() == 0 || (ft.pass[0].count + ft.pass[1].count + ft.pass[2].count) == 0) return;
+  const std::size_t bytes = F::Scratch::shmem_size(ft.scratch_elems());
+  auto policy = Kokkos::Experimental::require(
+      Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(ft.count() * ft.items), host ? 1 : 256),
+      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for("ksz::spline::compress_fine", policy.set_scratch_size(0, Kokkos::PerTeam(bytes)),
+                       F{ft, bound, static_cast<std::int32_t>(radius), in, rec, codes, qv, nverb, out_base});
 }
 
 // Radius choice (--radius 0, the interp default). A fixed radius of 512 is a
@@ -964,27 +966,37 @@ void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const qu
       });
 }
 
-// Runs anchors, then every level from coarse to fine, one kernel per pass.
-// `body_anchor(anchors, qp)` and `body_pass(pass)` do the compressor's or
-// the decompressor's work; the traversal is shared so both agree.
+// The anchors, then the nonempty passes of levels L .. lowest from coarse to
+// fine (traverse and traverse_tiled share it, so every caller agrees).
 template <class FA, class FP>
-void traverse(const Shape& sh, const Config& cfg, const double* steps, double bound,
-              FA&& body_anchor, FP&& body_pass) {
+void traverse_levels(const Shape& sh, const Config& cfg, const double* steps, double bound, int lowest,
+                     FA&& body_anchor, FP&& body_pass) {
   const int L = level_count(cfg.anchor_stride);
   const quantize::QuantParams aqp{steps[L], 1.0 / steps[L], bound};
   body_anchor(make_anchors(sh, cfg.anchor_stride), aqp);
-  Pass pending;  // run one behind, so the last can be marked
-  bool have = false;
-  for (int l = L; l >= 1; --l) {
+  for (int l = L; l >= lowest; --l) {
     const std::uint64_t s = std::uint64_t(1) << (l - 1);
     for (int p = 0; p < 3; ++p) {
       const Pass pass = make_pass(sh, cfg, s, p, steps[l - 1]);
-      if (pass.count() == 0) continue;
-      if (have) body_pass(pending);
-      pending = pass;
-      have = true;
+      if (pass.count() > 0) body_pass(pass);
     }
   }
+}
+
+// Runs anchors, then every level from coarse to fine, one kernel per pass.
+// `body_anchor(anchors, qp)` and `body_pass(pass)` do the compressor's or
+// the decompressor's work; the traversal is shared so both agree. The last
+// pass goes out marked (nothing reads its reconstruction).
+template <class FA, class FP>
+void traverse(const Shape& sh, const Config& cfg, const double* steps, double bound,
+              FA&& body_anchor, FP&& body_pass) {
+  Pass pending;  // run one behind, so the last can be marked
+  bool have = false;
+  traverse_levels(sh, cfg, steps, bound, 1, body_anchor, [&](const Pass& pass) {
+    if (have) body_pass(pending);
+    pending = pass;
+    have = true;
+  });
   if (have) {
     pending.last = true;
     body_pass(pending);
@@ -997,16 +1009,7 @@ void traverse(const Shape& sh, const Config& cfg, const double* steps, double bo
 template <class FA, class FP, class FF>
 void traverse_tiled(const Shape& sh, const Config& cfg, const double* steps, double bound, FA&& body_anchor,
                     FP&& body_pass, FF&& body_fine) {
-  const int L = level_count(cfg.anchor_stride);
-  const quantize::QuantParams aqp{steps[L], 1.0 / steps[L], bound};
-  body_anchor(make_anchors(sh, cfg.anchor_stride), aqp);
-  for (int l = L; l >= 2; --l) {
-    const std::uint64_t s = std::uint64_t(1) << (l - 1);
-    for (int p = 0; p < 3; ++p) {
-      const Pass pass = make_pass(sh, cfg, s, p, steps[l - 1]);
-      if (pass.count() > 0) body_pass(pass);
-    }
-  }
+  traverse_levels(sh, cfg, steps, bound, 2, body_anchor, body_pass);
   body_fine(make_fine_tiles(sh, cfg, steps[0]));
 }
 
