@@ -97,10 +97,8 @@ bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const Lore
 // Lorenzo inverse + dequantization for 16^3 chunks, as
 // lorenzo::reconstruct_dequantize computes it (zeros = number of code-0
 // elements), reading outlier residuals from the increasing index list
-// (oidx, oval: n_out entries) instead of a dense array.
-inline bool lorenzo_inverse3d_applies(const std::uint32_t chunk[3]) {
-  return enabled() && chunk[0] == 16 && chunk[1] == 16 && chunk[2] == 16;
-}
+// (oidx, oval: n_out entries) instead of a dense array. False (nothing done)
+// unless the chunks are 16^3.
 template <class T>
 bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, const std::uint64_t* oidx,
                        const std::int32_t* oval, std::uint64_t n_out, const LorenzoShape& shape,

@@ -1,6 +1,6 @@
 // Histogram of quantization codes (cusz-2020 section IV-A). Quantization codes
 // crowd around the center (a zero residual), so the center bins would make
-// every atomic contend. Each thread therefore counts the kHot bins around the
+// every atomic contend. Each GPU thread therefore counts the kHotPacked bins around the
 // center in registers (cusz-i section VI-A's top-k idea), sends the rest to a
 // per-team scratch histogram (cuSZ's replicated per-block copies), and the
 // team adds its counts to the global histogram once. Integer counts: the
@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "cuda_specializations/cuda_specializations.hpp"
+#include "portable/simd/bits.hpp"
 
 namespace ksz::histogram {
 
@@ -18,8 +19,12 @@ namespace ksz::histogram {
 constexpr std::uint64_t kTeamSlice = std::uint64_t(1) << 16;
 // Scratch histograms above this many bins go straight to global atomics.
 constexpr std::uint32_t kMaxScratchBins = 8192;
-// Bins around the center counted in registers: [center - kHot/2, center + kHot/2).
-constexpr std::uint32_t kHot = 32;
+// Bins around the center counted in registers on GPUs: [center - 4, center + 4).
+constexpr std::uint32_t kHotPacked = 8, kHotRounds = 31;
+
+struct alignas(16) Codes8 {  // eight codes, one 16-byte load
+  std::uint32_t w[4];
+};
 
 template <class ExecSpace>
 void histogram(const ExecSpace& space,
@@ -64,7 +69,7 @@ void histogram(const ExecSpace& space,
         "ksz::histogram::global", Kokkos::RangePolicy<ExecSpace>(space, 0, n),
         KOKKOS_LAMBDA(const std::uint64_t i) {
           const std::uint16_t c = codes(i);
-          if (c < nbins) Kokkos::atomic_add(&hist(c), std::uint64_t(1));
+          if (c < nbins) atomic_add_u64(&hist(c), 1);
         });
     return;
   }
@@ -76,7 +81,7 @@ void histogram(const ExecSpace& space,
                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   const std::uint64_t league = (n + kTeamSlice - 1) / kTeamSlice;
   // The hot window, clipped into [0, nbins).
-  const std::uint32_t lo = center >= kHot / 2 ? center - kHot / 2 : 0;
+  const std::uint32_t hot0 = center >= kHotPacked / 2 ? center - kHotPacked / 2 : 0;
   Policy policy(space, static_cast<int>(league), host ? 1 : 256);
   policy.set_scratch_size(0, Kokkos::PerTeam(Scratch::shmem_size(nbins)));
   Kokkos::parallel_for(
@@ -92,36 +97,52 @@ void histogram(const ExecSpace& space,
             if (c < nbins) ++local(c);
           }
         } else {
-          std::uint32_t hot[kHot];
-          for (std::uint32_t k = 0; k < kHot; ++k) hot[k] = 0;
-          const auto count = [&](const std::uint32_t c) {
-            const std::uint32_t d = c - lo;  // wraps for c < lo
-            if (d < kHot && c < nbins) {
-              for (std::uint32_t k = 0; k < kHot; ++k) hot[k] += d == k ? 1u : 0u;  // unrolled: registers
-            } else if (c < nbins) {
-              Kokkos::atomic_add(&local(c), std::uint32_t(1));
+          // The kHotPacked bins from hot0 in the 8-bit fields of one register,
+          // added to the team's histogram every kHotRounds loads of 8 codes
+          // (at most 248 a field); the rest by scratch atomics.
+          std::uint64_t hot = 0;
+          const auto flush = [&]() {
+            for (std::uint32_t k = 0; k < kHotPacked; ++k) {
+              const std::uint32_t cnt = static_cast<std::uint32_t>(hot >> (8 * k)) & 0xFFu;
+              if (cnt && hot0 + k < nbins) Kokkos::atomic_add(&local(hot0 + k), cnt);
             }
+            hot = 0;
+          };
+          const auto count = [&](const std::uint32_t c) {
+            const std::uint32_t h = c - hot0;  // wraps for c < hot0
+            if (h < kHotPacked)
+              hot += std::uint64_t(1) << (8 * h);
+            else if (c < nbins)
+              Kokkos::atomic_add(&local(c), std::uint32_t(1));
           };
           const std::uint64_t stride = static_cast<std::uint64_t>(team.team_size());
           std::uint64_t i = begin + team.team_rank();
-          // Four codes per 8-byte load where the slice is aligned (2-byte
+          // Eight codes per 16-byte load where the slice is aligned (2-byte
           // loads keep too few bytes in flight); the order of counting is free.
           const std::uint16_t* p = codes.data();
-          if (kTeamSlice % 4 == 0 && (reinterpret_cast<std::uintptr_t>(p) & 7) == 0) {
-            const std::uint64_t* w = reinterpret_cast<const std::uint64_t*>(p);
-            for (std::uint64_t v = begin / 4 + team.team_rank(); v < end / 4; v += stride) {
-              const std::uint64_t x = w[v];
-              for (int k = 0; k < 4; ++k) count(static_cast<std::uint32_t>((x >> (16 * k)) & 0xFFFFu));
+          if (kTeamSlice % 8 == 0 && (reinterpret_cast<std::uintptr_t>(p) & 15) == 0) {
+            const Codes8* w = reinterpret_cast<const Codes8*>(p);
+            std::uint32_t rounds = 0;
+            for (std::uint64_t v = begin / 8 + team.team_rank(); v < end / 8; v += stride) {
+              const Codes8 x = w[v];
+              for (int k = 0; k < 4; ++k) {
+                count(x.w[k] & 0xFFFFu);
+                count(x.w[k] >> 16);
+              }
+              if (++rounds == kHotRounds) {
+                flush();
+                rounds = 0;
+              }
             }
-            i = end / 4 * 4 + team.team_rank();
+            flush();
+            i = end / 8 * 8 + team.team_rank();
           }
-          for (; i < end; i += stride) count(codes(i));
-          for (std::uint32_t k = 0; k < kHot; ++k)
-            if (hot[k] && lo + k < nbins) Kokkos::atomic_add(&local(lo + k), hot[k]);
+          for (; i < end; i += stride) count(codes(i));  // fewer than 8 a thread
+          flush();
         }
         team.team_barrier();
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nbins), [&](const std::uint32_t b) {
-          if (local(b)) Kokkos::atomic_add(&hist(b), static_cast<std::uint64_t>(local(b)));
+          if (local(b)) atomic_add_u64(&hist(b), local(b));
         });
       });
 }

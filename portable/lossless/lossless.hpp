@@ -28,6 +28,7 @@
 #include <type_traits>
 
 #include "cuda_specializations/cuda_specializations.hpp"
+#include "portable/simd/bits.hpp"
 #include "src/core/error.hpp"
 
 namespace ksz::lossless {
@@ -137,24 +138,6 @@ KOKKOS_INLINE_FUNCTION Levels levels_of(std::uint32_t bytes, int unit) {
   lv.top = k;
   lv.scratch = lv.off[k] + lv.len[k];
   return lv;
-}
-
-KOKKOS_INLINE_FUNCTION int popcount32(std::uint32_t x) {
-#if defined(__CUDA_ARCH__)
-  return __popc(x);
-#else
-  x = x - ((x >> 1) & 0x55555555u);  // no -mpopcnt needed
-  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
-  return static_cast<int>((((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
-#endif
-}
-
-KOKKOS_INLINE_FUNCTION int lowest_bit(std::uint32_t x) {  // x != 0
-#if defined(__CUDA_ARCH__)
-  return __ffs(x) - 1;
-#else
-  return __builtin_ctz(x);
-#endif
 }
 
 // Bit i of the result is set iff byte i of w is nonzero.

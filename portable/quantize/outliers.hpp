@@ -6,6 +6,7 @@
 #include <Kokkos_Core.hpp>
 #include <cstdint>
 
+#include "portable/simd/bits.hpp"
 #include "src/core/error.hpp"
 #include "src/pipeline/workspace.hpp"
 
@@ -98,6 +99,62 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_indices(
         Kokkos::single(Kokkos::PerTeam(team), [&]() { offsets(b) = c; });
       });
   return compact_counted(space, n, pred, label, offsets, known_count);
+}
+
+namespace impl {
+// off(g) = the sum of off(0..g) before, for g in [0, ng]; off(ng) is ignored
+// on entry. A functor: see the note on parallel_reduce in lorenzo.hpp.
+template <class Mem>
+struct ExclusiveOffsets {
+  Kokkos::View<std::uint64_t*, Mem> off;
+  std::uint64_t ng;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t g, std::uint64_t& pos, const bool final) const {
+    const std::uint64_t c = g < ng ? off(g) : 0;
+    if (final) off(g) = pos;
+    pos += c;
+  }
+};
+}  // namespace impl
+
+// Bitmap words a list_bits() thread reads.
+constexpr std::uint64_t kBitsGroup = 32;
+
+// The positions of the set bits of bits (bit i & 31 of word i >> 5),
+// increasing; count is their number (known to the caller, checked here).
+// Three steps: set bits per group of kBitsGroup words, an exclusive scan over
+// the groups, then each group with bits writes their positions.
+template <class ExecSpace>
+Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> list_bits(
+    const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> bits,
+    std::uint64_t count, const char* label, typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
+    typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot) {
+  using Mem = typename ExecSpace::memory_space;
+  using WS = pipeline::Workspace<Mem>;
+  using Policy = Kokkos::RangePolicy<ExecSpace>;
+  const Kokkos::View<std::uint64_t*, Mem> idx = WS::template buffer<std::uint64_t>(ws, slot, count, label);
+  if (count == 0) return idx;
+  const std::uint64_t nw = bits.extent(0), ng = (nw + kBitsGroup - 1) / kBitsGroup;
+  const Kokkos::View<std::uint64_t*, Mem> off = WS::template buffer<std::uint64_t>(ws, WS::kBitGroups, ng + 1, "ksz::bit_groups");
+  Kokkos::parallel_for(
+      "ksz::outliers::bit_group_counts", Policy(space, 0, ng), KOKKOS_LAMBDA(const std::uint64_t g) {
+        const std::uint64_t e = (g + 1) * kBitsGroup < nw ? (g + 1) * kBitsGroup : nw;
+        std::uint64_t c = 0;
+        for (std::uint64_t w = g * kBitsGroup; w < e; ++w) c += static_cast<std::uint64_t>(popcount32(bits(w)));
+        off(g) = c;
+      });
+  std::uint64_t total = 0;
+  Kokkos::parallel_scan("ksz::outliers::bit_group_offsets", Policy(space, 0, ng + 1), impl::ExclusiveOffsets<Mem>{off, ng},
+                        total);
+  KSZ_EXPECTS(total == count, "internal: ", total, " bits set, expected ", count);
+  Kokkos::parallel_for(
+      "ksz::outliers::list_bits", Policy(space, 0, ng), KOKKOS_LAMBDA(const std::uint64_t g) {
+        std::uint64_t p = off(g);
+        if (off(g + 1) == p) return;
+        const std::uint64_t e = (g + 1) * kBitsGroup < nw ? (g + 1) * kBitsGroup : nw;
+        for (std::uint64_t w = g * kBitsGroup; w < e; ++w)
+          for (std::uint32_t x = bits(w); x; x &= x - 1) idx(p++) = w * 32 + static_cast<std::uint64_t>(lowest_bit(x));
+      });
+  return idx;
 }
 
 namespace impl {

@@ -98,6 +98,19 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     }
   }
 #endif
+  if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+    // GPUs without the specialization: the portable fused kernel (host
+    // backends keep their row-wise passes below).
+    lorenzo::FusedResult<Mem> res;
+    if (!fused && lorenzo::fused_compress<ExecSpace, T>(space, in, g, qp, radius, codes, hist, ws, res)) {
+      fused = true;
+      hist_h = res.hist;
+      out_idx = res.outliers;
+      verb_idx = res.verbatim;
+      n_verbatim = verb_idx.extent(0);
+      have_lists = true;
+    }
+  }
   if (fused) {
     timer.mark("prequant+predict+histogram (fused)");
   } else {
@@ -272,10 +285,9 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   timer.mark("huffman decode");
 
   const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
-  bool sparse_inverse = false;  // the CUDA 3D inverse reads the outlier list itself
-#if defined(KSZ_HAVE_CUDA)
-  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) sparse_inverse = cuda_spec::lorenzo_inverse3d_applies(c3);
-#endif
+  // GPUs look outlier residuals up in their sparse list (the CUDA 3D inverse
+  // and the portable one alike); host backends scatter them into a dense array.
+  constexpr bool sparse_inverse = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
   // Outlier residuals at their positions; read only where the code is 0.
   Kokkos::View<std::int32_t*, Mem> dense;
   if (!sparse_inverse) {
@@ -293,18 +305,11 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   bool inverted = false;
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
-    if (sparse_inverse)
-      inverted = cuda_spec::lorenzo_inverse3d<T>(space, codes.data(), oi.data(), ov.data(), n_out,
+    inverted = cuda_spec::lorenzo_inverse3d<T>(space, codes.data(), oi.data(), ov.data(), n_out,
                                                  {geo.n0, geo.n1, geo.n2, geo.c0, geo.c1, geo.c2}, radius, step,
                                                  out.data(), zeros);
 #endif
-  if (!inverted) {
-    if (sparse_inverse) {  // not taken after all: build the dense residuals now
-      dense = Kokkos::View<std::int32_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_dense"), n);
-      outliers::scatter<ExecSpace, std::int32_t>(space, oi, ov, dense);
-    }
-    zeros = lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, radius, step, out);
-  }
+  if (!inverted) zeros = lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, oi, ov, radius, step, out);
   // Outliers are exactly the code-0 positions: same count, every index a 0.
   KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);

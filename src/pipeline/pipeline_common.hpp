@@ -34,16 +34,51 @@ struct Range {
   bool any_finite;
 };
 
-template <class Mem, class T>
-struct FiniteMinMax {  // a functor: see the note on parallel_reduce in portable/predict/lorenzo/lorenzo.hpp
+// GPUs: a team per slice of kRangeSlice elements; each thread keeps its min
+// and max in registers (in T: exact) over 16-byte loads and the team reduces
+// once. (A RangePolicy parallel_reduce keeps its running value in shared
+// memory in Kokkos 3.4: 1.7 ms for 512^3 f32 on an H200.)
+constexpr std::uint64_t kRangeSlice = std::uint64_t(1) << 16;
+
+template <class T>
+struct alignas(16) Vec16 {  // one 16-byte load of T
+  T v[16 / sizeof(T)];
+};
+
+template <class ExecSpace, class T>
+struct FiniteMinMaxTeams {  // a functor: see the note on parallel_reduce in lorenzo.hpp
   using MM = Kokkos::MinMax<double>;
-  Kokkos::View<const T*, Mem> in;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t i, typename MM::value_type& acc) const {
-    const double v = static_cast<double>(in(i));
-    if (v - v == 0) {  // finite: NaN and Inf give NaN
-      if (v < acc.min_val) acc.min_val = v;
-      if (v > acc.max_val) acc.max_val = v;
+  using value_type = typename MM::value_type;
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  Kokkos::View<const T*, typename ExecSpace::memory_space> in;
+  bool aligned;  // in.data() on a 16-byte boundary
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team, value_type& acc) const {
+    constexpr std::uint64_t W = 16 / sizeof(T);
+    const std::uint64_t n = in.extent(0);
+    const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank()) * kRangeSlice;
+    const std::uint64_t e = b + kRangeSlice < n ? b + kRangeSlice : n;
+    const std::uint64_t ts = static_cast<std::uint64_t>(team.team_size()), tr = static_cast<std::uint64_t>(team.team_rank());
+    T mn = static_cast<T>(HUGE_VAL), mx = -static_cast<T>(HUGE_VAL);
+    const auto fold = [&](const T v) {
+      const bool f = v - v == T(0);  // finite: NaN and Inf give NaN
+      mn = (f && v < mn) ? v : mn;
+      mx = (f && v > mx) ? v : mx;
+    };
+    std::uint64_t i = b + tr;
+    if (aligned) {  // b is a multiple of W
+      const Vec16<T>* p = reinterpret_cast<const Vec16<T>*>(in.data());
+      for (std::uint64_t k = b / W + tr; k < e / W; k += ts) {
+        const Vec16<T> v = p[k];
+        for (std::uint64_t j = 0; j < W; ++j) fold(v.v[j]);
+      }
+      i = e / W * W + tr;
     }
+    for (; i < e; i += ts) fold(in(i));
+    typename Kokkos::MinMax<T>::value_type t;
+    t.min_val = mn, t.max_val = mx;
+    team.team_reduce(Kokkos::MinMax<T>(t));
+    if (t.min_val < acc.min_val) acc.min_val = t.min_val;
+    if (t.max_val > acc.max_val) acc.max_val = t.max_val;
   }
 };
 
@@ -130,8 +165,15 @@ Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSp
       r.max_val = pmax[p] > r.max_val ? pmax[p] : r.max_val;
     }
   } else {
-    Kokkos::parallel_reduce("ksz::value_range", Kokkos::RangePolicy<ExecSpace>(space, 0, in.extent(0)),
-                            FiniteMinMax<typename ExecSpace::memory_space, T>{in}, MM(r));
+    const std::uint64_t league = (in.extent(0) + kRangeSlice - 1) / kRangeSlice;
+    if (league == 0) {
+      r.min_val = std::numeric_limits<double>::infinity();
+      r.max_val = -std::numeric_limits<double>::infinity();
+    } else {
+      Kokkos::parallel_reduce("ksz::value_range", Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(league), 256),
+                              FiniteMinMaxTeams<ExecSpace, T>{in, reinterpret_cast<std::uintptr_t>(in.data()) % 16 == 0},
+                              MM(r));
+    }
   }
   Range out{r.min_val, r.max_val, r.min_val <= r.max_val};
   if (!out.any_finite) out.min = out.max = 0;

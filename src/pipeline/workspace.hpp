@@ -49,6 +49,8 @@ class Workspace {
     kTrialPasses,      // and pass table
     kZeroCounts,       // the interp compressor's code-0 counts per compaction block
     kOutlierSplit,     // its outlier list when verbatim elements are split off the code-0 list
+    kBitGroups,        // outliers::list_bits' counts per group of words
+    kTicket,           // a 32-bit work counter (native atomics on every GPU)
     kSlots
   };
 

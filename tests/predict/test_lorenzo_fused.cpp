@@ -1,5 +1,6 @@
 // The Lorenzo stages: the histogram equals a plain count, and the fused
-// decompression kernel equals the unfused reference stages bit for bit.
+// compression and decompression kernels equal the unfused reference stages
+// bit for bit.
 #include <gtest/gtest.h>
 
 #include "portable/histogram/histogram.hpp"
@@ -8,6 +9,7 @@
 #include "portable/quantize/outliers.hpp"
 #include "tests/common/backends.hpp"
 #include "tests/common/fields.hpp"
+#include "src/pipeline/workspace.hpp"
 
 namespace ksz::test {
 namespace {
@@ -41,6 +43,8 @@ void fused_equals_reference() {
     const Dims d = dims_of(cs.n);
     auto field = make_field<float>(cs.p, d);
     field[d.count() / 2] = std::numeric_limits<float>::quiet_NaN();
+    field[d.count() / 3] = 1e30f;  // no pre-quantized value: verbatim
+    field[d.count() - 1] = -std::numeric_limits<float>::infinity();
     const std::uint64_t n = d.count();
     Kokkos::View<float*, Mem> in("in", n);
     Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(field.data(), n));
@@ -68,6 +72,33 @@ void fused_equals_reference() {
     const auto hro = host(ro);
     ASSERT_EQ(hro.extent(0), ref[0]);
 
+    // The fused compression pass: the same codes, histogram and lists.
+    {
+      Kokkos::View<std::uint16_t*, Mem> fc("fc", n);
+      Kokkos::View<std::uint64_t*, Mem> fh("fh", nbins);
+      typename pipeline::Workspace<Mem>::Lease ws;
+      lorenzo::FusedResult<Mem> fr;
+      const bool ran = lorenzo::fused_compress<Space, float>(space, in, g, qp, cs.radius, fc, fh, ws, fr);
+      ASSERT_EQ(ran, nbins <= 8192) << d.str();
+      if (ran) {
+        const auto hfc = host(fc);
+        EXPECT_EQ(0, std::memcmp(hfc.data(), hrc.data(), n * sizeof(std::uint16_t))) << d.str();
+        for (std::uint32_t b = 0; b < nbins; ++b) ASSERT_EQ(fr.hist(b), ref[b]) << d.str() << " bin " << b;
+        const auto hfo = host(fr.outliers);
+        ASSERT_EQ(hfo.extent(0), hro.extent(0)) << d.str();
+        for (std::uint64_t j = 0; j < hro.extent(0); ++j) ASSERT_EQ(hfo(j), hro(j)) << d.str();
+        std::vector<std::uint64_t> rv;
+        for (std::uint64_t i = 0; i < n; ++i) {
+          std::int32_t qq;
+          if (!quantize::prequantize<float>(field[i], qp, qq)) rv.push_back(i);
+        }
+        EXPECT_GE(rv.size(), 2u);
+        const auto hfv = host(fr.verbatim);
+        ASSERT_EQ(hfv.extent(0), rv.size()) << d.str();
+        for (std::uint64_t j = 0; j < rv.size(); ++j) ASSERT_EQ(hfv(j), rv[j]) << d.str();
+      }
+    }
+
     // inverse: reference stages vs fused, from the reference codes + outliers
     Kokkos::View<std::int32_t*, Mem> ov("ov", ro.extent(0)), dense("dense", n), v("v", n);
     const Kokkos::View<const std::int32_t*, Mem> qc = q;
@@ -81,14 +112,20 @@ void fused_equals_reference() {
     Kokkos::View<float*, Mem> rout("rout", n), fout("fout", n);
     lorenzo::dequantize<Space, float>(space, v, cs.step, rout);
     outliers::scatter<Space, std::int32_t>(space, ro, ov, dense);
-    const auto zeros = lorenzo::reconstruct_dequantize<Space, float>(space, g, rc, dense, cs.radius, cs.step, fout);
+    const auto zeros = lorenzo::reconstruct_dequantize<Space, float>(space, g, rc, dense, {}, {}, cs.radius, cs.step, fout);
     EXPECT_EQ(zeros, ro.extent(0));
+    // The same from the sparse list (GPUs' way): no dense array.
+    Kokkos::View<float*, Mem> sout("sout", n);
+    const auto szeros = lorenzo::reconstruct_dequantize<Space, float>(space, g, rc, {}, ro, ov, cs.radius, cs.step, sout);
+    EXPECT_EQ(szeros, zeros);
+    const auto hs = host(sout);
     const auto hq = host(q);
     const auto hv = host(v);
     for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(hq(i), hv(i)) << "reference inverse at " << i;
     const auto hr = host(rout);
     const auto hf = host(fout);
     EXPECT_EQ(0, std::memcmp(hr.data(), hf.data(), n * sizeof(float))) << d.str();
+    EXPECT_EQ(0, std::memcmp(hr.data(), hs.data(), n * sizeof(float))) << d.str();
   }
 }
 

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "portable/encode/huffman/codebook.hpp"
+#include "portable/simd/fill.hpp"
 #include "src/core/error.hpp"
 #include "src/pipeline/workspace.hpp"
 
@@ -73,7 +74,12 @@ struct DecodeTables {
   // must be zero). Returns its length, or 0 when the bits are no codeword.
   // Every index stays in range for tables built from valid lengths.
   KOKKOS_INLINE_FUNCTION int decode_one(const std::uint64_t buf, std::uint32_t& sym) const {
-    const std::uint32_t e = lut(static_cast<std::uint32_t>(buf >> (64 - kLutBits)));
+    return decode_with(lut, buf, sym);
+  }
+  // The same with a copy of lut (a decoder's scratch memory).
+  template <class Lut>
+  KOKKOS_INLINE_FUNCTION int decode_with(const Lut& l1, const std::uint64_t buf, std::uint32_t& sym) const {
+    const std::uint32_t e = l1(static_cast<std::uint32_t>(buf >> (64 - kLutBits)));
     if (e >> 16) {
       sym = e & 0xFFFFu;
       return static_cast<int>(e >> 16);
@@ -86,6 +92,114 @@ struct DecodeTables {
       }
     }
     return 0;
+  }
+};
+
+struct alignas(16) Symbols8 {  // eight symbols, one 16-byte load
+  std::uint32_t w[4];
+};
+
+// f(symbol) for p[a, b) in order, eight symbols a 16-byte load where p + a
+// is 16-byte aligned (a GPU thread walking its own run: 2-byte loads from
+// 32 runs a warp miss L1 at every line). Little-endian: a word's low half is
+// the earlier symbol.
+template <class F>
+KOKKOS_INLINE_FUNCTION void for_each_symbol(const std::uint16_t* p, std::uint64_t a, const std::uint64_t b, const F& f) {
+  if ((reinterpret_cast<std::uintptr_t>(p + a) & 15) == 0)
+    for (; a + 8 <= b; a += 8) {
+      const Symbols8 v = *reinterpret_cast<const Symbols8*>(p + a);
+      for (int k = 0; k < 4; ++k) {
+        f(v.w[k] & 0xFFFFu);
+        f(v.w[k] >> 16);
+      }
+    }
+  for (; a < b; ++a) f(static_cast<std::uint32_t>(p[a]));
+}
+
+// Runs a GPU inflate team decodes (a thread each).
+constexpr std::uint64_t kInflateTeam = 128;
+
+// Decodes run u (a thread's work in decode()). Symbols go out four to an
+// 8-byte store where the run starts on one (a thread writes a contiguous run:
+// 2-byte stores from neighbouring threads would touch 32 lines a warp).
+template <class Mem>
+struct InflateRun {
+  Kokkos::View<const std::uint32_t*, Mem> words;
+  Kokkos::View<const std::uint64_t*, Mem> chunk_offsets;
+  Kokkos::View<const std::uint16_t*, Mem> run_bits;
+  DecodeTables<Mem> dec;
+  Kokkos::View<std::uint16_t*, Mem> out;
+  Kokkos::View<std::uint32_t*, Mem> status;
+  std::uint64_t n, cs, step, per_chunk, nwords;
+
+  template <class Lut>
+  KOKKOS_INLINE_FUNCTION void run(const std::uint64_t u, const Lut& lut) const {
+    const std::uint64_t c = u / per_chunk, k = u - c * per_chunk;
+    const std::uint64_t begin = chunk_offsets(c);
+    const std::uint64_t end = chunk_offsets(c + 1);
+    // No chunk of <= 2^24 codes of <= 24 bits takes 2^27 words.
+    if (begin > end || end > nwords || (c == 0 && begin != 0) || end - begin > 0xFFFFFFFFull / 32) {
+      Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadOffsets));
+      return;
+    }
+    const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
+    const std::uint64_t s0 = c * cs + k * step;
+    const std::uint64_t s1 = s0 + step < c1 ? s0 + step : c1;
+    // The run starts after the chunk's earlier runs (< kMaxRuns of < 2^16 bits).
+    std::uint64_t start = 0;
+    for (std::uint64_t j = 0; j < k; ++j) start += run_bits(c * (per_chunk - 1) + j);
+    if (start > (end - begin) * 32) {
+      Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadRun));
+      return;
+    }
+    // buf holds avail valid bits MSB-first, zeros below. One refill per
+    // symbol keeps avail >= 32 >= kMaxCodeLength while words remain.
+    std::uint64_t buf = 0;
+    int avail = 0;
+    std::uint64_t pos = begin + start / 32;
+    const int skip = static_cast<int>(start % 32);
+    if (skip) {  // start < the chunk's bits, so the word exists
+      buf = static_cast<std::uint64_t>(words(pos++)) << (32 + skip);
+      avail = 32 - skip;
+    }
+    std::uint16_t* const o = out.data();
+    const bool packed = (reinterpret_cast<std::uintptr_t>(o + s0) & 7) == 0;
+    std::uint64_t quad = 0;  // symbols i & ~3 .. i, 16 bits each, the first lowest
+    for (std::uint64_t i = s0; i < s1; ++i) {
+      if (avail <= 32 && pos < end) {
+        buf |= static_cast<std::uint64_t>(words(pos++)) << (32 - avail);
+        avail += 32;
+      }
+      std::uint32_t sym = 0;
+      const int len = dec.decode_with(lut, buf, sym);
+      if (len == 0 || len > avail) {
+        Kokkos::atomic_fetch_or(&status(0), std::uint32_t(len == 0 ? kBadCode : kOverrun));
+        return;
+      }
+      if (packed) {
+        quad |= static_cast<std::uint64_t>(sym) << (16 * ((i - s0) & 3));
+        if (((i - s0) & 3) == 3) {
+          *reinterpret_cast<std::uint64_t*>(o + (i - 3)) = quad;  // little-endian: the first symbol lowest
+          quad = 0;
+        }
+      } else {
+        out(i) = static_cast<std::uint16_t>(sym);
+      }
+      buf <<= len;
+      avail -= len;
+    }
+    if (packed)
+      for (std::uint64_t i = s1 - ((s1 - s0) & 3); i < s1; ++i) {
+        out(i) = static_cast<std::uint16_t>(quad & 0xFFFFu);
+        quad >>= 16;
+      }
+    if (s1 < c1) {  // not the chunk's last run: it must end where the next begins
+      if ((pos - begin) * 32 - static_cast<std::uint64_t>(avail) - start != run_bits(c * (per_chunk - 1) + k))
+        Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadRun));
+    } else if (pos != end || avail >= 32 || buf != 0) {
+      // The encoder writes exactly ceil(bits / 32) words, zero-padded.
+      Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kTrailing));
+    }
   }
 };
 
@@ -317,7 +431,36 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
                                                 runs.stored ? static_cast<std::uint32_t>(step) : 0u, per_chunk,
                                                 run_bits.data());
 #endif
-  if (!specialized) Kokkos::parallel_for(
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  if (!specialized && !host) {
+    // GPUs: a thread per run (runs.total of them rather than nchunks),
+    // reading its symbols 16 bytes at a time; then the chunks' word counts.
+    const auto run_len = ws ? ws->template get<std::uint32_t>(WS::kHuffState, runs.total, "ksz::huffman::run_len")
+                            : Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::run_len", runs.total);
+    Kokkos::parallel_for(
+        "ksz::huffman::run_bits", Policy(space, 0, runs.total), KOKKOS_LAMBDA(const std::uint64_t u) {
+          const std::uint64_t c = u / per_chunk, k = u - c * per_chunk;
+          const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
+          const std::uint64_t a = c * cs + k * step, b = a + step < c1 ? a + step : c1;
+          std::uint32_t run = 0;
+          bool bad = false;
+          impl::for_each_symbol(symbols.data(), a, b, [&](const std::uint32_t sym) {
+            const std::uint32_t len = sym < nsym ? enc(sym) >> 24 : 0u;
+            bad = bad || len == 0;
+            run += len;
+          });
+          run_len(u) = run;
+          if (b < c1) run_bits(c * (per_chunk - 1) + k) = static_cast<std::uint16_t>(run);
+          if (bad) Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadSymbol));
+        });
+    Kokkos::parallel_for(
+        "ksz::huffman::chunk_words", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
+          const std::uint64_t u1 = (c + 1) * per_chunk < runs.total ? (c + 1) * per_chunk : runs.total;
+          std::uint64_t bits = 0;
+          for (std::uint64_t u = c * per_chunk; u < u1; ++u) bits += run_len(u);
+          offsets(c) = (bits + 31) / 32;
+        });
+  } else if (!specialized) Kokkos::parallel_for(
       "ksz::huffman::chunk_bits", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
         const std::uint64_t s0 = c * cs;
         const std::uint64_t s1 = s0 + cs < n ? s0 + cs : n;
@@ -364,6 +507,72 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
                                    res.n_words))
       return res;
 #endif
+  if (!host) {
+    // GPUs: a team thread per run, its vector lanes (a warp) taking equal
+    // contiguous slices of it; a scan of the slices' bit counts places each
+    // lane's bits. A warp's stores then fall on neighbouring words. A word
+    // a slice shares with its neighbours gets its bits by atomic or (the
+    // bitstream zeroed first), the rest by stores.
+    using TeamPolicy = Kokkos::TeamPolicy<ExecSpace>;
+    constexpr int kLanes = 32, kRunsPerTeam = 8;
+    fill_zero(space, words);
+    const std::uint64_t total = runs.total;
+    Kokkos::parallel_for(
+        "ksz::huffman::deflate_lanes",
+        TeamPolicy(space, static_cast<int>((total + kRunsPerTeam - 1) / kRunsPerTeam), kRunsPerTeam, kLanes),
+        KOKKOS_LAMBDA(const typename TeamPolicy::member_type& team) {
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kRunsPerTeam), [&](const int r) {
+            const std::uint64_t u = static_cast<std::uint64_t>(team.league_rank()) * kRunsPerTeam + r;
+            if (u >= total) return;
+            const std::uint64_t c = u / per_chunk, k = u - c * per_chunk;
+            const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
+            const std::uint64_t s0 = c * cs + k * step;
+            const std::uint64_t s1 = s0 + step < c1 ? s0 + step : c1;
+            std::uint64_t start = offsets(c) * 32;  // the run's first bit
+            for (std::uint64_t j = 0; j < k; ++j) start += run_bits(c * (per_chunk - 1) + j);
+            // Slices of a multiple of 8 symbols (16-byte loads where aligned).
+            const std::uint64_t slice = ((s1 - s0 + kLanes - 1) / kLanes + 7) / 8 * 8;
+            Kokkos::parallel_scan(Kokkos::ThreadVectorRange(team, kLanes),
+                                  [&](const int lane, std::uint64_t& bit, const bool final) {
+                                    const std::uint64_t a = s0 + lane * slice < s1 ? s0 + lane * slice : s1;
+                                    const std::uint64_t b = a + slice < s1 ? a + slice : s1;
+                                    if (!final) {
+                                      std::uint64_t bits = 0;
+                                      impl::for_each_symbol(symbols.data(), a, b,
+                                                            [&](const std::uint32_t sym) { bits += enc(sym) >> 24; });
+                                      bit += bits;
+                                      return;
+                                    }
+                                    const std::uint64_t p = start + bit;
+                                    std::uint64_t w = p / 32, acc = 0;
+                                    int nbits = static_cast<int>(p % 32);  // zeros standing for earlier bits
+                                    bool first = true;
+                                    std::uint64_t bits = 0;
+                                    impl::for_each_symbol(symbols.data(), a, b, [&](const std::uint32_t sym) {
+                                      const std::uint32_t e = enc(sym);
+                                      const int len = static_cast<int>(e >> 24);
+                                      bits += static_cast<std::uint64_t>(len);
+                                      acc = (acc << len) | (e & 0xFFFFFFu);
+                                      nbits += len;
+                                      if (nbits >= 32) {
+                                        nbits -= 32;
+                                        const std::uint32_t v = static_cast<std::uint32_t>(acc >> nbits);
+                                        if (first && p % 32 != 0)
+                                          Kokkos::atomic_fetch_or(&words(w), v);
+                                        else
+                                          words(w) = v;
+                                        first = false;
+                                        ++w;
+                                      }
+                                    });
+                                    if (nbits > 0 && b > a)
+                                      Kokkos::atomic_fetch_or(&words(w), static_cast<std::uint32_t>(acc << (32 - nbits)));
+                                    bit += bits;
+                                  });
+          });
+        });
+    return res;
+  }
   Kokkos::parallel_for(
       "ksz::huffman::deflate", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
         const std::uint64_t s0 = c * cs;
@@ -484,60 +693,34 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
                                  dec.symbols.data(), book.scratch_table().data()},
         out.data(), n, status.data(), static_cast<std::uint32_t>(step), per_chunk, runs.total, run_bits.data());
 #endif
-  if (!specialized) Kokkos::parallel_for(
-      "ksz::huffman::inflate", Kokkos::RangePolicy<ExecSpace>(space, 0, runs.total),
-      KOKKOS_LAMBDA(const std::uint64_t u) {
-        const std::uint64_t c = u / per_chunk, k = u - c * per_chunk;
-        const std::uint64_t begin = chunk_offsets(c);
-        const std::uint64_t end = chunk_offsets(c + 1);
-        // No chunk of <= 2^24 codes of <= 24 bits takes 2^27 words.
-        if (begin > end || end > nwords || (c == 0 && begin != 0) || end - begin > 0xFFFFFFFFull / 32) {
-          Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadOffsets));
-          return;
-        }
-        const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
-        const std::uint64_t s0 = c * cs + k * step;
-        const std::uint64_t s1 = s0 + step < c1 ? s0 + step : c1;
-        // The run starts after the chunk's earlier runs (< kMaxRuns of < 2^16 bits).
-        std::uint64_t start = 0;
-        for (std::uint64_t j = 0; j < k; ++j) start += run_bits(c * (per_chunk - 1) + j);
-        if (start > (end - begin) * 32) {
-          Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadRun));
-          return;
-        }
-        // buf holds avail valid bits MSB-first, zeros below. One refill per
-        // symbol keeps avail >= 32 >= kMaxCodeLength while words remain.
-        std::uint64_t buf = 0;
-        int avail = 0;
-        std::uint64_t pos = begin + start / 32;
-        const int skip = static_cast<int>(start % 32);
-        if (skip) {  // start < the chunk's bits, so the word exists
-          buf = static_cast<std::uint64_t>(words(pos++)) << (32 + skip);
-          avail = 32 - skip;
-        }
-        for (std::uint64_t i = s0; i < s1; ++i) {
-          if (avail <= 32 && pos < end) {
-            buf |= static_cast<std::uint64_t>(words(pos++)) << (32 - avail);
-            avail += 32;
-          }
-          std::uint32_t sym = 0;
-          const int len = dec.decode_one(buf, sym);
-          if (len == 0 || len > avail) {
-            Kokkos::atomic_fetch_or(&status(0), std::uint32_t(len == 0 ? impl::kBadCode : impl::kOverrun));
-            return;
-          }
-          out(i) = static_cast<std::uint16_t>(sym);
-          buf <<= len;
-          avail -= len;
-        }
-        if (s1 < c1) {  // not the chunk's last run: it must end where the next begins
-          if ((pos - begin) * 32 - static_cast<std::uint64_t>(avail) - start != run_bits(c * (per_chunk - 1) + k))
-            Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadRun));
-        } else if (pos != end || avail >= 32 || buf != 0) {
-          // The encoder writes exactly ceil(bits / 32) words, zero-padded.
-          Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kTrailing));
-        }
-      });
+  if (!specialized) {
+    const impl::InflateRun<Mem> f{words, chunk_offsets, run_bits, dec, out, status, n, cs, step, per_chunk, nwords};
+    if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+      Kokkos::parallel_for(
+          "ksz::huffman::inflate", Kokkos::RangePolicy<ExecSpace>(space, 0, runs.total),
+          KOKKOS_LAMBDA(const std::uint64_t u) { f.run(u, dec.lut); });
+    } else {
+      // GPUs: a thread a run, kInflateTeam runs a team sharing a scratch copy
+      // of the first-level table (a chain of dependent lookups per run).
+      using Policy = Kokkos::TeamPolicy<ExecSpace>;
+      using Lut = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space,
+                               Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+      constexpr std::uint32_t lut_n = std::uint32_t(1) << kLutBits;
+      const std::uint64_t league = (runs.total + impl::kInflateTeam - 1) / impl::kInflateTeam;
+      Policy policy(space, static_cast<int>(league), static_cast<int>(impl::kInflateTeam));
+      policy.set_scratch_size(0, Kokkos::PerTeam(Lut::shmem_size(lut_n)));
+      const std::uint64_t total = runs.total;
+      Kokkos::parallel_for(
+          "ksz::huffman::inflate_teams", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
+            const Lut lut(team.team_scratch(0), lut_n);
+            Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lut_n), [&](const std::uint32_t e) { lut(e) = dec.lut(e); });
+            team.team_barrier();
+            const std::uint64_t u =
+                static_cast<std::uint64_t>(team.league_rank()) * impl::kInflateTeam + static_cast<std::uint64_t>(team.team_rank());
+            if (u < total) f.run(u, lut);
+          });
+    }
+  }
   auto h_status = Kokkos::create_mirror_view(status);
   Kokkos::deep_copy(space, h_status, status);
   space.fence();

@@ -7,10 +7,16 @@
 // perf/NOTES.md.)
 #pragma once
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cstdint>
+#include <string>
 
 #include "portable/predict/lorenzo/lorenzo.hpp"
+#include "portable/quantize/outliers.hpp"
 #include "portable/quantize/prequant.hpp"
+#include "portable/simd/bits.hpp"
+#include "portable/simd/fill.hpp"
+#include "src/pipeline/workspace.hpp"
 
 namespace ksz::lorenzo {
 
@@ -26,13 +32,18 @@ int team_size() {
 struct ChunkGrid {
   Geometry g;
   std::uint64_t nc0, nc1, nc2;
+  std::uint32_t pad;  // 1: scratch rows padded to an odd length (while a chunk stays within 8192 words), else 0
   explicit ChunkGrid(const Geometry& geo)
       : g(geo),
         nc0((geo.n0 + geo.c0 - 1) / geo.c0),
         nc1((geo.n1 + geo.c1 - 1) / geo.c1),
-        nc2((geo.n2 + geo.c2 - 1) / geo.c2) {}
+        nc2((geo.n2 + geo.c2 - 1) / geo.c2),
+        pad(std::uint64_t(geo.c0 | 1u) * geo.c1 * geo.c2 <= 8192 ? 1u : 0u) {}
   KOKKOS_INLINE_FUNCTION std::uint64_t chunks() const { return nc0 * nc1 * nc2; }
   KOKKOS_INLINE_FUNCTION std::uint64_t chunk_elems() const { return std::uint64_t(g.c0) * g.c1 * g.c2; }
+  // A chunk in scratch memory with rows padded to an odd length where it
+  // fits (GPU teams: a thread per row then hits a different bank each).
+  KOKKOS_INLINE_FUNCTION std::uint64_t padded_elems() const { return std::uint64_t(g.c0 | pad) * g.c1 * g.c2; }
 };
 
 // Chunk k's origin and clipped extents.
@@ -56,6 +67,23 @@ struct ChunkBox {
   }
 };
 
+// n / d for n < 2^32 by a multiply and shifts (d >= 1).
+struct Div32 {
+  std::uint32_t m = 1, sh1 = 0, sh2 = 0;
+  Div32() = default;
+  explicit Div32(std::uint32_t d) {
+    std::uint32_t l = 0;
+    while (l < 32 && (std::uint64_t(1) << l) < d) ++l;  // ceil(log2 d)
+    m = static_cast<std::uint32_t>((std::uint64_t(1) << 32) * ((std::uint64_t(1) << l) - d) / d + 1);
+    sh1 = l < 1 ? l : 1;
+    sh2 = l > 1 ? l - 1 : 0;
+  }
+  KOKKOS_INLINE_FUNCTION std::uint32_t operator()(std::uint32_t n) const {
+    const std::uint32_t t = static_cast<std::uint32_t>((static_cast<std::uint64_t>(m) * n) >> 32);
+    return (t + ((n - t) >> sh1)) >> sh2;
+  }
+};
+
 }  // namespace impl
 
 namespace impl {
@@ -68,17 +96,39 @@ struct ReconstructDequantize {
   using ScratchU = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space,
                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   ChunkGrid cg;
+  Div32 div0, div1;  // by the chunk extents c0 and c1
   Geometry geo;
   Kokkos::View<const std::uint16_t*, Mem> codes;
-  Kokkos::View<const std::int32_t*, Mem> dense;
+  Kokkos::View<const std::int32_t*, Mem> dense;   // empty: look residuals up in the sparse lists
+  Kokkos::View<const std::uint64_t*, Mem> oidx;   // increasing
+  Kokkos::View<const std::int32_t*, Mem> oval;
   std::uint32_t radius;
   double step;
   Kokkos::View<T*, Mem> out;
 
+  // The residual of outlier element i: dense(i), or a binary search of the
+  // increasing outlier list (0 where i is not listed: the caller's counts
+  // then reject the stream).
+  KOKKOS_INLINE_FUNCTION std::int32_t outlier(std::uint64_t i) const {
+    if (dense.extent(0) != 0) return dense(i);
+    std::uint64_t lo = 0, hi = oidx.extent(0);
+    while (lo < hi) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      if (oidx(mid) < i)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return lo < oidx.extent(0) && oidx(lo) == i ? oval(lo) : 0;
+  }
+
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team, std::uint64_t& z) const {
     const ChunkBox box(cg, static_cast<std::uint64_t>(team.league_rank()));
-    const std::uint32_t m = box.count();
-    ScratchU v(team.team_scratch(0), cg.chunk_elems());
+    ScratchU v(team.team_scratch(0), cg.padded_elems());
+    const std::uint32_t c0 = cg.g.c0, c1 = cg.g.c1, c2 = cg.g.c2, csize = c0 * c1 * c2;
+    const std::uint32_t p0 = c0 | cg.pad, pplane = p0 * c1;  // GPUs: padded rows
+    const std::uint64_t plane_n = geo.n0 * geo.n1;
+    const std::uint64_t origin = box.x0 + geo.n0 * box.y0 + plane_n * box.z0;
     std::uint64_t tz = 0;
     constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
     if constexpr (host) {  // one thread a team: walk the chunk's rows, no index division per element
@@ -89,17 +139,23 @@ struct ReconstructDequantize {
           for (std::uint32_t lx = 0; lx < box.e0; ++lx, ++l) {
             const std::uint16_t c = codes(row + lx);
             tz += c == 0 ? 1 : 0;
-            v(l) = c == 0 ? static_cast<std::uint32_t>(dense(row + lx)) : static_cast<std::uint32_t>(c) - radius;
+            v(l) = c == 0 ? static_cast<std::uint32_t>(outlier(row + lx)) : static_cast<std::uint32_t>(c) - radius;
           }
         }
     } else {
+      // GPUs: the chunk's full extents (rows padded to c0 | pad) whatever
+      // its clipped ones, by multiplicative division; elements outside the
+      // field are skipped here and never reach inside ones below (the sums
+      // only run towards higher coordinates).
       Kokkos::parallel_reduce(
-          Kokkos::TeamThreadRange(team, m),
+          Kokkos::TeamThreadRange(team, csize),
           [&](const std::uint32_t l, std::uint64_t& acc) {
-            const std::uint64_t i = box.global(geo, l);
+            const std::uint32_t lyz = div0(l), lx = l - lyz * c0, lz = div1(lyz), ly = lyz - lz * c1;
+            if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
+            const std::uint64_t i = origin + lx + geo.n0 * ly + plane_n * lz;
             const std::uint16_t c = codes(i);
             if (c == 0) ++acc;
-            v(l) = c == 0 ? static_cast<std::uint32_t>(dense(i)) : static_cast<std::uint32_t>(c) - radius;
+            v(lx + p0 * lyz) = c == 0 ? static_cast<std::uint32_t>(outlier(i)) : static_cast<std::uint32_t>(c) - radius;
           },
           tz);
     }
@@ -130,20 +186,21 @@ struct ReconstructDequantize {
         for (std::uint32_t k = 0; k < plane; ++k) cur[k] += prev[k];
       }
     } else {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, e1 * e2), [&](const std::uint32_t line) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c1 * c2), [&](const std::uint32_t line) {
         std::uint32_t acc = 0;
-        for (std::uint32_t x = 0; x < e0; ++x) v(line * e0 + x) = acc += v(line * e0 + x);
+        for (std::uint32_t x = 0; x < c0; ++x) v(line * p0 + x) = acc += v(line * p0 + x);
       });
       team.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, e0 * e2), [&](const std::uint32_t line) {
-        const std::uint32_t x = line % e0, zz = line / e0, base = x + zz * e0 * e1;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c2), [&](const std::uint32_t line) {
+        const std::uint32_t zz = div0(line), x = line - zz * c0, base = x + zz * pplane;
         std::uint32_t acc = 0;
-        for (std::uint32_t y = 0; y < e1; ++y) v(base + y * e0) = acc += v(base + y * e0);
+        for (std::uint32_t y = 0; y < c1; ++y) v(base + y * p0) = acc += v(base + y * p0);
       });
       team.team_barrier();
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, e0 * e1), [&](const std::uint32_t line) {
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c1), [&](const std::uint32_t line) {
+        const std::uint32_t y = div0(line), base = line - y * c0 + y * p0;
         std::uint32_t acc = 0;
-        for (std::uint32_t zz = 0; zz < e2; ++zz) v(line + zz * e0 * e1) = acc += v(line + zz * e0 * e1);
+        for (std::uint32_t zz = 0; zz < c2; ++zz) v(base + zz * pplane) = acc += v(base + zz * pplane);
       });
     }
     team.team_barrier();
@@ -156,8 +213,10 @@ struct ReconstructDequantize {
             out(row + lx) = quantize::reconstruct<T>(static_cast<std::int32_t>(v(l)), step);
         }
     } else {
-      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const std::uint32_t l) {
-        out(box.global(geo, l)) = quantize::reconstruct<T>(static_cast<std::int32_t>(v(l)), step);
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, csize), [&](const std::uint32_t l) {
+        const std::uint32_t lyz = div0(l), lx = l - lyz * c0, lz = div1(lyz), ly = lyz - lz * c1;
+        if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
+        out(origin + lx + geo.n0 * ly + plane_n * lz) = quantize::reconstruct<T>(static_cast<std::int32_t>(v(lx + p0 * lyz)), step);
       });
     }
     Kokkos::single(Kokkos::PerTeam(team), [&]() { z += tz; });
@@ -166,22 +225,186 @@ struct ReconstructDequantize {
 
 }  // namespace impl
 
-// Decompression: out(i) = value, from codes, outlier residuals placed at their
-// positions in `dense` (read only where the code is 0), and the step. Returns
-// the number of zero codes (the caller checks it against the outlier count).
+namespace impl {
+
+
+// Pre-quantization, prediction, quantization and the code histogram in one
+// pass (the CUDA specialization's fusion, in Kokkos teams): a team takes
+// chunks in turn, pre-quantizes one into scratch memory (rows padded as in
+// decompression), then codes it from there. The kHot bins around the center
+// are counted in the 8-bit fields of one register per thread, the rest by
+// scratch atomics; the team adds its histogram to hist once. Outliers (code
+// 0) and verbatim elements (failed pre-quantization) are rare: their bits
+// are set in two bitmaps (atomic or), listed afterwards in index order.
+template <class ExecSpace, class T>
+struct FusedCompress {
+  using Mem = typename ExecSpace::memory_space;
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchU = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space,
+                                Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  static constexpr std::uint32_t kHot = 8;
+  ChunkGrid cg;
+  Div32 div0, div1;  // by the chunk extents c0 and c1
+  Kokkos::View<const T*, Mem> in;
+  quantize::QuantParams qp;
+  std::uint32_t radius;
+  Kokkos::View<std::uint16_t*, Mem> codes;
+  Kokkos::View<std::uint64_t*, Mem> hist;          // zeroed by the caller
+  Kokkos::View<std::uint32_t*, Mem> outlier_bits;  // zeroed by the caller
+  Kokkos::View<std::uint32_t*, Mem> verbatim_bits; // zeroed by the caller
+  Kokkos::View<std::uint64_t*, Mem> verbatim_count;  // [0], zeroed by the caller
+  Kokkos::View<std::uint32_t*, Mem> ticket;          // [0], zeroed by the caller (32 bits: 64-bit atomics are CAS loops in Kokkos 3.4)
+
+  static std::size_t scratch_bytes(const ChunkGrid& cg, std::uint32_t nbins) {
+    return ScratchU::shmem_size(cg.padded_elems()) + ScratchU::shmem_size(nbins) + ScratchU::shmem_size(1);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    const Geometry& g = cg.g;
+    const std::uint32_t nbins = 2 * radius;
+    ScratchU qs(team.team_scratch(0), cg.padded_elems());
+    ScratchU lh(team.team_scratch(0), nbins);
+    ScratchU next(team.team_scratch(0), 1);  // the team's next chunk
+    for (std::uint32_t b = team.team_rank(); b < nbins; b += team.team_size()) lh(b) = 0;
+    const std::uint32_t c0 = g.c0, c1 = g.c1, csize = c0 * g.c1 * g.c2, p0 = c0 | cg.pad, plane = p0 * c1;
+    const std::uint32_t hot0 = radius >= kHot / 2 ? radius - kHot / 2 : 0;
+    const std::int32_t r = static_cast<std::int32_t>(radius);
+    std::uint64_t hot = 0;  // kHot 8-bit counters
+    std::uint32_t since = 0, verbatim = 0;
+    const auto flush = [&]() {
+      for (std::uint32_t k = 0; k < kHot; ++k) {
+        const std::uint32_t cnt = static_cast<std::uint32_t>(hot >> (8 * k)) & 0xFFu;
+        if (cnt && hot0 + k < nbins) Kokkos::atomic_add(&lh(hot0 + k), cnt);
+      }
+      hot = 0;
+      since = 0;
+    };
+    const std::uint64_t plane_n = g.n0 * g.n1;
+    // Chunks by ticket, the league's own first: teams that are not resident
+    // from the start find the work done instead of running a second wave.
+    const std::uint64_t league = static_cast<std::uint64_t>(team.league_size());
+    for (std::uint64_t k = team.league_rank(); k < cg.chunks();) {
+      const ChunkBox box(cg, k);
+      const std::uint64_t origin = box.x0 + g.n0 * box.y0 + plane_n * box.z0;
+      team.team_barrier();  // the previous chunk's scratch and ticket are consumed (and lh zeroed)
+      if (team.team_rank() == 0)
+        next(0) = static_cast<std::uint32_t>(league) + Kokkos::atomic_fetch_add(&ticket(0), std::uint32_t(1));
+      for (std::uint32_t l = team.team_rank(); l < csize; l += team.team_size()) {
+        const std::uint32_t lyz = div0(l), lx = l - lyz * c0, lz = div1(lyz), ly = lyz - lz * c1;
+        std::int32_t q = 0;
+        if (lx < box.e0 && ly < box.e1 && lz < box.e2) {
+          const std::uint64_t i = origin + lx + g.n0 * ly + plane_n * lz;
+          if (!quantize::prequantize_magic<T>(in(i), qp, q)) {
+            ++verbatim;
+            Kokkos::atomic_fetch_or(&verbatim_bits(i >> 5), std::uint32_t(1) << (i & 31));
+          }
+        }
+        qs(lx + p0 * lyz) = static_cast<std::uint32_t>(q);
+      }
+      team.team_barrier();
+      for (std::uint32_t l = team.team_rank(); l < csize; l += team.team_size()) {
+        const std::uint32_t lyz = div0(l), lx = l - lyz * c0, lz = div1(lyz), ly = lyz - lz * c1;
+        if (!(lx < box.e0 && ly < box.e1 && lz < box.e2)) continue;
+        const std::int32_t d = residual_at(qs, lx + p0 * lyz, lx != 0, ly != 0, lz != 0, p0, plane);
+        const std::uint32_t c = (d > -r && d < r) ? static_cast<std::uint32_t>(d + r) : 0u;
+        const std::uint64_t i = origin + lx + g.n0 * ly + plane_n * lz;
+        codes(i) = static_cast<std::uint16_t>(c);
+        const std::uint32_t h = c - hot0;  // wraps for c < hot0
+        if (h < kHot) {
+          hot += std::uint64_t(1) << (8 * h);
+          if (++since == 255) flush();
+        } else {
+          Kokkos::atomic_add(&lh(c), std::uint32_t(1));
+        }
+        if (c == 0) Kokkos::atomic_fetch_or(&outlier_bits(i >> 5), std::uint32_t(1) << (i & 31));
+      }
+      k = next(0);
+    }
+    flush();
+    if (verbatim) atomic_add_u64(&verbatim_count(0), verbatim);
+    team.team_barrier();
+    for (std::uint32_t b = team.team_rank(); b < nbins; b += team.team_size())
+      if (lh(b)) atomic_add_u64(&hist(b), lh(b));
+  }
+};
+
+}  // namespace impl
+
+// What fused_compress() found: host histogram, increasing outlier (code 0)
+// and verbatim index lists (from the workspace slots kOutliers, kVerbatim).
+template <class Mem>
+struct FusedResult {
+  Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist;
+  Kokkos::View<std::uint64_t*, Mem> outliers, verbatim;
+};
+
+// Codes of the field and everything compress needs besides, in one pass over
+// it (impl::FusedCompress). The same codes, histogram and lists as
+// prequantize(), predict_quantize(), histogram::histogram() and the
+// compactions. Returns false, having done nothing, where the chunk and the
+// histogram do not fit a team's scratch memory (48 KiB) or nbins > 8192.
+template <class ExecSpace, class T>
+bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                    const Geometry& geo, const quantize::QuantParams& qp, std::uint32_t radius,
+                    Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                    Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> hist,
+                    typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease& ws,
+                    FusedResult<typename ExecSpace::memory_space>& res) {
+  using Mem = typename ExecSpace::memory_space;
+  using WS = pipeline::Workspace<Mem>;
+  using F = impl::FusedCompress<ExecSpace, T>;
+  const impl::ChunkGrid cg(geo);
+  const std::uint32_t nbins = 2 * radius;
+  if (nbins > 8192 || F::scratch_bytes(cg, nbins) > 48 * 1024) return false;
+  const std::uint64_t n = geo.count(), nwords = (n + 31) / 32;
+  const auto obits = ws.template get<std::uint32_t>(WS::kOutliersAlt, nwords, "ksz::outlier_bits");
+  const auto vbits = ws.template get<std::uint32_t>(WS::kVerbatimAlt, nwords, "ksz::verbatim_bits");
+  const auto vcount = ws.template get<std::uint64_t>(WS::kCounters, 1, "ksz::verbatim_count");
+  const auto ticket = ws.template get<std::uint32_t>(WS::kTicket, 1, "ksz::ticket");
+  fill_zero(space, obits);
+  fill_zero(space, vbits);
+  Kokkos::deep_copy(space, vcount, std::uint64_t(0));
+  Kokkos::deep_copy(space, ticket, std::uint32_t(0));
+  Kokkos::deep_copy(space, hist, std::uint64_t(0));
+  const int ts = impl::team_size<ExecSpace>();
+  const std::uint64_t teams = static_cast<std::uint64_t>(space.concurrency()) / static_cast<std::uint64_t>(ts);
+  const std::uint64_t league = std::max<std::uint64_t>(1, std::min<std::uint64_t>(cg.chunks(), teams));
+  Kokkos::TeamPolicy<ExecSpace> policy(space, static_cast<int>(league), ts);
+  policy.set_scratch_size(0, Kokkos::PerTeam(F::scratch_bytes(cg, nbins)));
+  Kokkos::parallel_for("ksz::lorenzo::fused_compress", policy,
+                       F{cg, impl::Div32(geo.c0), impl::Div32(geo.c1), in, qp, radius, codes, hist, obits, vbits, vcount, ticket});
+  res.hist = Kokkos::View<std::uint64_t*, Kokkos::HostSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::hist_host")), nbins);
+  Kokkos::deep_copy(space, res.hist, hist);
+  std::uint64_t nv = 0;
+  Kokkos::deep_copy(space, nv, Kokkos::subview(vcount, 0));
+  space.fence();
+  res.outliers = outliers::list_bits<ExecSpace>(space, obits, res.hist(0), "ksz::outlier_index", &ws, WS::kOutliers);
+  res.verbatim = outliers::list_bits<ExecSpace>(space, vbits, nv, "ksz::verbatim_index", &ws, WS::kVerbatim);
+  return true;
+}
+
+// Decompression: out(i) = value, from codes, outlier residuals (read only
+// where the code is 0) and the step. The residuals sit at their positions in
+// `dense`, or, where dense is empty, in the sparse increasing list (oidx,
+// oval). Returns the number of zero codes (the caller checks it against the
+// outlier count).
 template <class ExecSpace, class T>
 std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo,
                                      Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
                                      Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> dense,
+                                     Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> oidx,
+                                     Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> oval,
                                      std::uint32_t radius, double step,
                                      Kokkos::View<T*, typename ExecSpace::memory_space> out) {
   using F = impl::ReconstructDequantize<ExecSpace, T>;
   const impl::ChunkGrid cg(geo);
   Kokkos::TeamPolicy<ExecSpace> policy(space, static_cast<int>(cg.chunks()), impl::team_size<ExecSpace>());
-  policy.set_scratch_size(0, Kokkos::PerTeam(F::ScratchU::shmem_size(cg.chunk_elems())));
+  policy.set_scratch_size(0, Kokkos::PerTeam(F::ScratchU::shmem_size(cg.padded_elems())));
   std::uint64_t zeros = 0;
   Kokkos::parallel_reduce("ksz::lorenzo::reconstruct_dequantize", policy,
-                          F{cg, geo, codes, dense, radius, step, out}, zeros);
+                          F{cg, impl::Div32(geo.c0), impl::Div32(geo.c1), geo, codes, dense, oidx, oval, radius, step, out},
+                          zeros);
   return zeros;
 }
 

@@ -1,0 +1,36 @@
+// Bit counting for device and host code (the CUDA intrinsics in device code,
+// portable C++ elsewhere: no -mpopcnt needed on x86-64's baseline), and a
+// native 64-bit atomic add.
+#pragma once
+#include <Kokkos_Core.hpp>
+#include <cstdint>
+
+namespace ksz {
+
+KOKKOS_INLINE_FUNCTION int popcount32(std::uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return __popc(x);
+#else
+  x = x - ((x >> 1) & 0x55555555u);
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  return static_cast<int>((((x + (x >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24);
+#endif
+}
+
+KOKKOS_INLINE_FUNCTION int lowest_bit(std::uint32_t x) {  // x != 0
+#if defined(__CUDA_ARCH__)
+  return __ffs(x) - 1;
+#else
+  return __builtin_ctz(x);
+#endif
+}
+
+// *p += v, atomically. As unsigned long long: Kokkos 3.4 maps that type to
+// CUDA's native 64-bit atomic add, std::uint64_t (unsigned long on LP64) to
+// a compare-and-swap loop, which contended addresses turn into a crawl.
+KOKKOS_INLINE_FUNCTION void atomic_add_u64(std::uint64_t* p, std::uint64_t v) {
+  static_assert(sizeof(unsigned long long) == sizeof(std::uint64_t), "64-bit unsigned long long");
+  Kokkos::atomic_add(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
+
+}  // namespace ksz
