@@ -228,14 +228,24 @@ struct ReconstructDequantize {
 namespace impl {
 
 
+struct alignas(16) Quad {  // four 32-bit lanes: one 16-byte scratch access
+  std::uint32_t v[4];
+};
+template <class T>
+struct alignas(4 * sizeof(T)) Quad4 {  // four input values, one aligned load
+  T v[4];
+};
+
 // Pre-quantization, prediction, quantization and the code histogram in one
 // pass (the CUDA specialization's fusion, in Kokkos teams): a team takes
-// chunks in turn, pre-quantizes one into scratch memory (rows padded as in
-// decompression), then codes it from there. The kHot bins around the center
-// are counted in the 8-bit fields of one register per thread, the rest by
-// scratch atomics; the team adds its histogram to hist once. Outliers (code
-// 0) and verbatim elements (failed pre-quantization) are rare: their bits
-// are set in two bitmaps (atomic or), listed afterwards in index order.
+// chunks in turn, pre-quantizes one into scratch memory, then codes it from
+// there. A thread takes quads of four x-neighbours (c0 % 4 == 0): 16-byte
+// loads and stores, and a quad's prediction reads four quads of scratch and
+// the element before it. The kHot bins around the center are counted in the
+// 8-bit fields of one register per thread, the rest by scratch atomics; the
+// team adds its histogram to hist once. Outliers (code 0) and verbatim
+// elements (failed pre-quantization) are rare: their bits are set in two
+// bitmaps (atomic or), listed afterwards in index order.
 template <class ExecSpace, class T>
 struct FusedCompress {
   using Mem = typename ExecSpace::memory_space;
@@ -244,29 +254,31 @@ struct FusedCompress {
                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   static constexpr std::uint32_t kHot = 8;
   ChunkGrid cg;
-  Div32 div0, div1;  // by the chunk extents c0 and c1
+  Div32 divq, div1;  // by the quads of a chunk row (c0 / 4) and by c1
+  bool vec_in, vec_codes;  // aligned quads of input / codes where a quad is whole (n0 % 4 == 0)
   Kokkos::View<const T*, Mem> in;
   quantize::QuantParams qp;
   std::uint32_t radius;
   Kokkos::View<std::uint16_t*, Mem> codes;
-  Kokkos::View<std::uint64_t*, Mem> hist;          // zeroed by the caller
-  Kokkos::View<std::uint32_t*, Mem> outlier_bits;  // zeroed by the caller
-  Kokkos::View<std::uint32_t*, Mem> verbatim_bits; // zeroed by the caller
+  Kokkos::View<std::uint64_t*, Mem> hist;            // zeroed by the caller
+  Kokkos::View<std::uint32_t*, Mem> outlier_bits;    // zeroed by the caller
+  Kokkos::View<std::uint32_t*, Mem> verbatim_bits;   // zeroed by the caller
   Kokkos::View<std::uint64_t*, Mem> verbatim_count;  // [0], zeroed by the caller
   Kokkos::View<std::uint32_t*, Mem> ticket;          // [0], zeroed by the caller (32 bits: 64-bit atomics are CAS loops in Kokkos 3.4)
 
   static std::size_t scratch_bytes(const ChunkGrid& cg, std::uint32_t nbins) {
-    return ScratchU::shmem_size(cg.padded_elems()) + ScratchU::shmem_size(nbins) + ScratchU::shmem_size(1);
+    return cg.chunk_elems() * sizeof(std::uint32_t) + 16 + ScratchU::shmem_size(nbins) + ScratchU::shmem_size(1);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const Geometry& g = cg.g;
     const std::uint32_t nbins = 2 * radius;
-    ScratchU qs(team.team_scratch(0), cg.padded_elems());
+    const std::uint32_t c0 = g.c0, c1 = g.c1, csize = c0 * g.c1 * g.c2, nq = csize / 4;
+    const std::uint32_t qrow = c0 / 4, qplane = qrow * c1;  // quads of a row, of a plane
+    Quad* const qs = static_cast<Quad*>(team.team_scratch(0).get_shmem_aligned(csize * sizeof(std::uint32_t), 16));
     ScratchU lh(team.team_scratch(0), nbins);
     ScratchU next(team.team_scratch(0), 1);  // the team's next chunk
     for (std::uint32_t b = team.team_rank(); b < nbins; b += team.team_size()) lh(b) = 0;
-    const std::uint32_t c0 = g.c0, c1 = g.c1, csize = c0 * g.c1 * g.c2, p0 = c0 | cg.pad, plane = p0 * c1;
     const std::uint32_t hot0 = radius >= kHot / 2 ? radius - kHot / 2 : 0;
     const std::int32_t r = static_cast<std::int32_t>(radius);
     std::uint64_t hot = 0;  // kHot 8-bit counters
@@ -280,43 +292,83 @@ struct FusedCompress {
       since = 0;
     };
     const std::uint64_t plane_n = g.n0 * g.n1;
-    // Chunks by ticket, the league's own first: teams that are not resident
-    // from the start find the work done instead of running a second wave.
-    const std::uint64_t league = static_cast<std::uint64_t>(team.league_size());
-    for (std::uint64_t k = team.league_rank(); k < cg.chunks();) {
+    // Chunks by ticket, the first too: teams that are not resident from the
+    // start find the work done instead of running a second wave.
+    if (team.team_rank() == 0) next(0) = Kokkos::atomic_fetch_add(&ticket(0), std::uint32_t(1));
+    team.team_barrier();  // the first ticket is drawn (and lh zeroed)
+    for (std::uint64_t k = next(0); k < cg.chunks();) {
       const ChunkBox box(cg, k);
       const std::uint64_t origin = box.x0 + g.n0 * box.y0 + plane_n * box.z0;
-      team.team_barrier();  // the previous chunk's scratch and ticket are consumed (and lh zeroed)
-      if (team.team_rank() == 0)
-        next(0) = static_cast<std::uint32_t>(league) + Kokkos::atomic_fetch_add(&ticket(0), std::uint32_t(1));
-      for (std::uint32_t l = team.team_rank(); l < csize; l += team.team_size()) {
-        const std::uint32_t lyz = div0(l), lx = l - lyz * c0, lz = div1(lyz), ly = lyz - lz * c1;
-        std::int32_t q = 0;
-        if (lx < box.e0 && ly < box.e1 && lz < box.e2) {
-          const std::uint64_t i = origin + lx + g.n0 * ly + plane_n * lz;
-          if (!quantize::prequantize_magic<T>(in(i), qp, q)) {
-            ++verbatim;
-            Kokkos::atomic_fetch_or(&verbatim_bits(i >> 5), std::uint32_t(1) << (i & 31));
-          }
+      team.team_barrier();  // the previous chunk's scratch and ticket are consumed
+      if (team.team_rank() == 0) next(0) = Kokkos::atomic_fetch_add(&ticket(0), std::uint32_t(1));
+      for (std::uint32_t qi = team.team_rank(); qi < nq; qi += team.team_size()) {
+        const std::uint32_t lyz = divq(qi), lx = 4 * (qi - lyz * qrow), lz = div1(lyz), ly = lyz - lz * c1;
+        const std::uint32_t valid =
+            (lx < box.e0 && ly < box.e1 && lz < box.e2) ? (box.e0 - lx < 4 ? box.e0 - lx : 4) : 0;
+        const std::uint64_t i = origin + lx + g.n0 * ly + plane_n * lz;
+        T v[4] = {T(0), T(0), T(0), T(0)};
+        if (valid == 4 && vec_in) {
+          const Quad4<T> x = *reinterpret_cast<const Quad4<T>*>(in.data() + i);
+          for (int e = 0; e < 4; ++e) v[e] = x.v[e];
+        } else {
+          for (std::uint32_t e = 0; e < valid; ++e) v[e] = in(i + e);
         }
-        qs(lx + p0 * lyz) = static_cast<std::uint32_t>(q);
+        Quad q;
+        for (std::uint32_t e = 0; e < 4; ++e) {
+          std::int32_t qe;
+          if (!quantize::prequantize_magic<T>(v[e], qp, qe) && e < valid) {
+            ++verbatim;
+            Kokkos::atomic_fetch_or(&verbatim_bits((i + e) >> 5), std::uint32_t(1) << ((i + e) & 31));
+          }
+          q.v[e] = e < valid ? static_cast<std::uint32_t>(qe) : 0u;
+        }
+        qs[qi] = q;
       }
       team.team_barrier();
-      for (std::uint32_t l = team.team_rank(); l < csize; l += team.team_size()) {
-        const std::uint32_t lyz = div0(l), lx = l - lyz * c0, lz = div1(lyz), ly = lyz - lz * c1;
+      for (std::uint32_t qi = team.team_rank(); qi < nq; qi += team.team_size()) {
+        const std::uint32_t lyz = divq(qi), lx = 4 * (qi - lyz * qrow), lz = div1(lyz), ly = lyz - lz * c1;
         if (!(lx < box.e0 && ly < box.e1 && lz < box.e2)) continue;
-        const std::int32_t d = residual_at(qs, lx + p0 * lyz, lx != 0, ly != 0, lz != 0, p0, plane);
-        const std::uint32_t c = (d > -r && d < r) ? static_cast<std::uint32_t>(d + r) : 0u;
-        const std::uint64_t i = origin + lx + g.n0 * ly + plane_n * lz;
-        codes(i) = static_cast<std::uint16_t>(c);
-        const std::uint32_t h = c - hot0;  // wraps for c < hot0
-        if (h < kHot) {
-          hot += std::uint64_t(1) << (8 * h);
-          if (++since == 255) flush();
-        } else {
-          Kokkos::atomic_add(&lh(c), std::uint32_t(1));
+        const std::uint32_t valid = box.e0 - lx < 4 ? box.e0 - lx : 4;
+        // t = q - q(y-1) - q(z-1) + q(y-1, z-1) along the quad and for the
+        // element before it; the residual is t(x) - t(x - 1) (wrapping
+        // uint32, outside the chunk 0), the same as residual_at().
+        const bool hy = ly != 0, hz = lz != 0, hx = lx != 0;
+        const Quad a = qs[qi];
+        const Quad y = hy ? qs[qi - qrow] : Quad{{0, 0, 0, 0}};
+        const Quad z = hz ? qs[qi - qplane] : Quad{{0, 0, 0, 0}};
+        const Quad yz = hy && hz ? qs[qi - qrow - qplane] : Quad{{0, 0, 0, 0}};
+        std::uint32_t tp = 0;
+        if (hx) {
+          tp = qs[qi - 1].v[3];
+          if (hy) tp -= qs[qi - 1 - qrow].v[3];
+          if (hz) tp -= qs[qi - 1 - qplane].v[3];
+          if (hy && hz) tp += qs[qi - 1 - qrow - qplane].v[3];
         }
-        if (c == 0) Kokkos::atomic_fetch_or(&outlier_bits(i >> 5), std::uint32_t(1) << (i & 31));
+        std::uint32_t c[4];
+        for (int e = 0; e < 4; ++e) {
+          const std::uint32_t t = a.v[e] - y.v[e] - z.v[e] + yz.v[e];
+          const std::int32_t d = static_cast<std::int32_t>(t - tp);
+          tp = t;
+          c[e] = (d > -r && d < r) ? static_cast<std::uint32_t>(d + r) : 0u;
+        }
+        const std::uint64_t i = origin + lx + g.n0 * ly + plane_n * lz;
+        if (valid == 4 && vec_codes) {
+          const std::uint64_t w = static_cast<std::uint64_t>(c[0]) | static_cast<std::uint64_t>(c[1]) << 16 |
+                                  static_cast<std::uint64_t>(c[2]) << 32 | static_cast<std::uint64_t>(c[3]) << 48;
+          *reinterpret_cast<std::uint64_t*>(codes.data() + i) = w;  // little-endian: the first code lowest
+        } else {
+          for (std::uint32_t e = 0; e < valid; ++e) codes(i + e) = static_cast<std::uint16_t>(c[e]);
+        }
+        for (std::uint32_t e = 0; e < valid; ++e) {
+          const std::uint32_t h = c[e] - hot0;  // wraps for c < hot0
+          if (h < kHot) {
+            hot += std::uint64_t(1) << (8 * h);
+            if (++since == 255) flush();
+          } else {
+            Kokkos::atomic_add(&lh(c[e]), std::uint32_t(1));
+          }
+          if (c[e] == 0) Kokkos::atomic_fetch_or(&outlier_bits((i + e) >> 5), std::uint32_t(1) << ((i + e) & 31));
+        }
       }
       k = next(0);
     }
@@ -342,7 +394,8 @@ struct FusedResult {
 // it (impl::FusedCompress). The same codes, histogram and lists as
 // prequantize(), predict_quantize(), histogram::histogram() and the
 // compactions. Returns false, having done nothing, where the chunk and the
-// histogram do not fit a team's scratch memory (48 KiB) or nbins > 8192.
+// histogram do not fit a team's scratch memory (48 KiB), nbins > 8192 or the
+// chunk's x extent is no multiple of 4.
 template <class ExecSpace, class T>
 bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
                     const Geometry& geo, const quantize::QuantParams& qp, std::uint32_t radius,
@@ -355,7 +408,7 @@ bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename Exec
   using F = impl::FusedCompress<ExecSpace, T>;
   const impl::ChunkGrid cg(geo);
   const std::uint32_t nbins = 2 * radius;
-  if (nbins > 8192 || F::scratch_bytes(cg, nbins) > 48 * 1024) return false;
+  if (geo.c0 % 4 != 0 || nbins > 8192 || F::scratch_bytes(cg, nbins) > 48 * 1024) return false;
   const std::uint64_t n = geo.count(), nwords = (n + 31) / 32;
   const auto obits = ws.template get<std::uint32_t>(WS::kOutliersAlt, nwords, "ksz::outlier_bits");
   const auto vbits = ws.template get<std::uint32_t>(WS::kVerbatimAlt, nwords, "ksz::verbatim_bits");
@@ -369,10 +422,14 @@ bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename Exec
   const int ts = impl::team_size<ExecSpace>();
   const std::uint64_t teams = static_cast<std::uint64_t>(space.concurrency()) / static_cast<std::uint64_t>(ts);
   const std::uint64_t league = std::max<std::uint64_t>(1, std::min<std::uint64_t>(cg.chunks(), teams));
-  Kokkos::TeamPolicy<ExecSpace> policy(space, static_cast<int>(league), ts);
+  // At least five 256-thread teams an SM on GPUs (at most 51 registers).
+  Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 5>> policy(space, static_cast<int>(league), ts);
   policy.set_scratch_size(0, Kokkos::PerTeam(F::scratch_bytes(cg, nbins)));
   Kokkos::parallel_for("ksz::lorenzo::fused_compress", policy,
-                       F{cg, impl::Div32(geo.c0), impl::Div32(geo.c1), in, qp, radius, codes, hist, obits, vbits, vcount, ticket});
+                       F{cg, impl::Div32(geo.c0 / 4), impl::Div32(geo.c1),
+                         geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(in.data()) % (4 * sizeof(T)) == 0,
+                         geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0, in, qp, radius, codes,
+                         hist, obits, vbits, vcount, ticket});
   res.hist = Kokkos::View<std::uint64_t*, Kokkos::HostSpace>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::hist_host")), nbins);
   Kokkos::deep_copy(space, res.hist, hist);
@@ -383,6 +440,108 @@ bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename Exec
   res.verbatim = outliers::list_bits<ExecSpace>(space, vbits, nv, "ksz::verbatim_index", &ws, WS::kVerbatim);
   return true;
 }
+
+namespace impl {
+
+// ReconstructDequantize's GPU form for chunks whose x extent is a multiple of
+// 4: a thread takes quads of four x-neighbours (8-byte code loads, 16-byte
+// scratch accesses and value stores, a division per quad instead of two per
+// element), rows padded by 4 words (16-byte aligned, and the x pass's rows
+// fall on different banks). Prefix sums: inside each quad, then along x across
+// quads, then y and z per element.
+template <class ExecSpace, class T>
+struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
+  using Base = ReconstructDequantize<ExecSpace, T>;
+  using Member = typename Base::Member;
+  Div32 divq;              // by the quads of a row (c0 / 4)
+  bool vec_codes, vec_out;  // aligned quads of codes / output where a quad is whole (n0 % 4 == 0)
+
+  KOKKOS_INLINE_FUNCTION static std::uint32_t row_words(const ChunkGrid& cg) {
+    return std::uint64_t(cg.g.c0 + 4) * cg.g.c1 * cg.g.c2 <= 8192 ? cg.g.c0 + 4 : cg.g.c0;
+  }
+  static std::size_t scratch_bytes(const ChunkGrid& cg) {
+    return std::size_t(row_words(cg)) * cg.g.c1 * cg.g.c2 * sizeof(std::uint32_t) + 16;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team, std::uint64_t& z) const {
+    const ChunkGrid& cg = this->cg;
+    const Geometry& geo = this->geo;
+    const ChunkBox box(cg, static_cast<std::uint64_t>(team.league_rank()));
+    const std::uint32_t c0 = cg.g.c0, c1 = cg.g.c1, c2 = cg.g.c2, qrow = c0 / 4, nq = qrow * c1 * c2;
+    const std::uint32_t p0 = row_words(cg), qp0 = p0 / 4, plane = p0 * c1;
+    Quad* const qs = static_cast<Quad*>(team.team_scratch(0).get_shmem_aligned(std::size_t(plane) * c2 * 4, 16));
+    std::uint32_t* const w = reinterpret_cast<std::uint32_t*>(qs);
+    const std::uint64_t plane_n = geo.n0 * geo.n1;
+    const std::uint64_t origin = box.x0 + geo.n0 * box.y0 + plane_n * box.z0;
+    const std::uint32_t radius = this->radius;
+    std::uint64_t tz = 0;
+    Kokkos::parallel_reduce(
+        Kokkos::TeamThreadRange(team, nq),
+        [&](const std::uint32_t qi, std::uint64_t& acc) {
+          const std::uint32_t lyz = divq(qi), lx = 4 * (qi - lyz * qrow), lz = this->div1(lyz), ly = lyz - lz * c1;
+          if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
+          const std::uint32_t valid = box.e0 - lx < 4 ? box.e0 - lx : 4;
+          const std::uint64_t i = origin + lx + geo.n0 * ly + plane_n * lz;
+          std::uint32_t c[4] = {radius, radius, radius, radius};  // radius: residual 0
+          if (valid == 4 && vec_codes) {
+            const std::uint64_t u = *reinterpret_cast<const std::uint64_t*>(this->codes.data() + i);
+            for (int e = 0; e < 4; ++e) c[e] = static_cast<std::uint32_t>(u >> (16 * e)) & 0xFFFFu;
+          } else {
+            for (std::uint32_t e = 0; e < valid; ++e) c[e] = this->codes(i + e);
+          }
+          Quad v;
+          std::uint32_t run = 0;
+          for (int e = 0; e < 4; ++e) {
+            if (c[e] == 0) ++acc;
+            run += c[e] == 0 ? static_cast<std::uint32_t>(this->outlier(i + e)) : c[e] - radius;
+            v.v[e] = run;
+          }
+          qs[lyz * qp0 + lx / 4] = v;
+        },
+        tz);
+    team.team_barrier();
+    // Along x: each row's quads carry their predecessors' sum.
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c1 * c2), [&](const std::uint32_t row) {
+      std::uint32_t carry = 0;
+      for (std::uint32_t qx = 0; qx < qrow; ++qx) {
+        Quad a = qs[row * qp0 + qx];
+        for (int e = 0; e < 4; ++e) a.v[e] += carry;
+        carry = a.v[3];
+        qs[row * qp0 + qx] = a;
+      }
+    });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c2), [&](const std::uint32_t line) {
+      const std::uint32_t zz = this->div0(line), base = line - zz * c0 + zz * plane;
+      std::uint32_t acc = 0;
+      for (std::uint32_t y = 0; y < c1; ++y) w[base + y * p0] = acc += w[base + y * p0];
+    });
+    team.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c1), [&](const std::uint32_t line) {
+      const std::uint32_t y = this->div0(line), base = line - y * c0 + y * p0;
+      std::uint32_t acc = 0;
+      for (std::uint32_t zz = 0; zz < c2; ++zz) w[base + zz * plane] = acc += w[base + zz * plane];
+    });
+    team.team_barrier();
+    const double step = this->step;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nq), [&](const std::uint32_t qi) {
+      const std::uint32_t lyz = divq(qi), lx = 4 * (qi - lyz * qrow), lz = this->div1(lyz), ly = lyz - lz * c1;
+      if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
+      const std::uint32_t valid = box.e0 - lx < 4 ? box.e0 - lx : 4;
+      const std::uint64_t i = origin + lx + geo.n0 * ly + plane_n * lz;
+      const Quad a = qs[lyz * qp0 + lx / 4];
+      Quad4<T> o;
+      for (int e = 0; e < 4; ++e) o.v[e] = quantize::reconstruct<T>(static_cast<std::int32_t>(a.v[e]), step);
+      if (valid == 4 && vec_out)
+        *reinterpret_cast<Quad4<T>*>(this->out.data() + i) = o;
+      else
+        for (std::uint32_t e = 0; e < valid; ++e) this->out(i + e) = o.v[e];
+    });
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { z += tz; });
+  }
+};
+
+}  // namespace impl
 
 // Decompression: out(i) = value, from codes, outlier residuals (read only
 // where the code is 0) and the step. The residuals sit at their positions in
@@ -399,12 +558,27 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
                                      Kokkos::View<T*, typename ExecSpace::memory_space> out) {
   using F = impl::ReconstructDequantize<ExecSpace, T>;
   const impl::ChunkGrid cg(geo);
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  const F f{cg, impl::Div32(geo.c0), impl::Div32(geo.c1), geo, codes, dense, oidx, oval, radius, step, out};
+  if (!host && geo.c0 % 4 == 0 && impl::ReconstructQuads<ExecSpace, T>::scratch_bytes(cg) <= 48 * 1024) {
+    using Q = impl::ReconstructQuads<ExecSpace, T>;
+    // At least four 256-thread teams an SM on GPUs (71 registers left three).
+    Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 4>> policy(space, static_cast<int>(cg.chunks()),
+                                                                      impl::team_size<ExecSpace>());
+    policy.set_scratch_size(0, Kokkos::PerTeam(Q::scratch_bytes(cg)));
+    std::uint64_t zeros = 0;
+    Kokkos::parallel_reduce(
+        "ksz::lorenzo::reconstruct_quads", policy,
+        Q{f, impl::Div32(geo.c0 / 4), geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0,
+          geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(out.data()) % (4 * sizeof(T)) == 0},
+        zeros);
+    return zeros;
+  }
   Kokkos::TeamPolicy<ExecSpace> policy(space, static_cast<int>(cg.chunks()), impl::team_size<ExecSpace>());
   policy.set_scratch_size(0, Kokkos::PerTeam(F::ScratchU::shmem_size(cg.padded_elems())));
   std::uint64_t zeros = 0;
   Kokkos::parallel_reduce("ksz::lorenzo::reconstruct_dequantize", policy,
-                          F{cg, impl::Div32(geo.c0), impl::Div32(geo.c1), geo, codes, dense, oidx, oval, radius, step, out},
-                          zeros);
+                          f, zeros);
   return zeros;
 }
 
