@@ -142,8 +142,8 @@ KOKKOS_INLINE_FUNCTION std::uint64_t multi_entry(const Lut& lut, const std::uint
 // Runs a GPU inflate team decodes (a thread each).
 constexpr std::uint64_t kInflateTeam = 256;
 
-// Decodes run u (a thread's work in decode()). On GPUs symbols go out four
-// to an 8-byte store where the run starts on one.
+// A run's decoding (a thread's work in decode()), in steps so that a GPU team
+// can store its threads' symbols together between them.
 template <class Mem>
 struct InflateRun {
   Kokkos::View<const std::uint32_t*, Mem> words;
@@ -156,104 +156,116 @@ struct InflateRun {
 
   struct NoMulti {};
 
-  // Decodes run u with the first-level table lut and, unless Multi is
-  // NoMulti, the multi-symbol table multi (multi_entry(): up to three whole
-  // codes of a kLutBits window a lookup; the same symbols and status bits).
-  template <class Lut, class Multi = NoMulti>
-  KOKKOS_INLINE_FUNCTION void run(const std::uint64_t u, const Lut& lut, const Multi& multi = Multi()) const {
-    const std::uint64_t c = u / per_chunk, k = u - c * per_chunk;
-    const std::uint64_t begin = chunk_offsets(c);
-    const std::uint64_t end = chunk_offsets(c + 1);
+  // A run being decoded: where it lies and how far the decoder got.
+  struct State {
+    std::uint64_t c = 0, k = 0, s0 = 0, s1 = 0, c1 = 0, begin = 0, end = 0, start = 0, pos = 0, i = 0, buf = 0;
+    std::uint32_t ahead = 0;
+    int avail = 0;
+    bool ok = false;  // false: nothing (more) to decode, the status says why where it is an error
+  };
+
+  // Run u's state before its first symbol; ok false (status set) when its
+  // chunk's offsets or its start are invalid.
+  KOKKOS_INLINE_FUNCTION State begin_run(const std::uint64_t u) const {
+    State st;
+    st.c = u / per_chunk;
+    st.k = u - st.c * per_chunk;
+    st.begin = chunk_offsets(st.c);
+    st.end = chunk_offsets(st.c + 1);
     // No chunk of <= 2^24 codes of <= 24 bits takes 2^27 words.
-    if (begin > end || end > nwords || (c == 0 && begin != 0) || end - begin > 0xFFFFFFFFull / 32) {
+    if (st.begin > st.end || st.end > nwords || (st.c == 0 && st.begin != 0) || st.end - st.begin > 0xFFFFFFFFull / 32) {
       Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadOffsets));
-      return;
+      return st;
     }
-    const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
-    const std::uint64_t s0 = c * cs + k * step;
-    const std::uint64_t s1 = s0 + step < c1 ? s0 + step : c1;
+    st.c1 = st.c * cs + cs < n ? st.c * cs + cs : n;
+    st.s0 = st.c * cs + st.k * step;
+    st.s1 = st.s0 + step < st.c1 ? st.s0 + step : st.c1;
     // The run starts after the chunk's earlier runs (< kMaxRuns of < 2^16 bits).
-    std::uint64_t start = 0;
-    for (std::uint64_t j = 0; j < k; ++j) start += run_bits(c * (per_chunk - 1) + j);
-    if (start > (end - begin) * 32) {
+    for (std::uint64_t j = 0; j < st.k; ++j) st.start += run_bits(st.c * (per_chunk - 1) + j);
+    if (st.start > (st.end - st.begin) * 32) {
       Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadRun));
-      return;
+      return st;
     }
     // buf holds avail valid bits MSB-first, zeros below. One refill per
     // symbol keeps avail >= 32 >= kMaxCodeLength while words remain.
-    std::uint64_t buf = 0;
-    int avail = 0;
-    std::uint64_t pos = begin + start / 32;
-    const int skip = static_cast<int>(start % 32);
+    st.pos = st.begin + st.start / 32;
+    const int skip = static_cast<int>(st.start % 32);
     if (skip) {  // start < the chunk's bits, so the word exists
-      buf = static_cast<std::uint64_t>(words(pos++)) << (32 + skip);
-      avail = 32 - skip;
+      st.buf = static_cast<std::uint64_t>(words(st.pos++)) << (32 + skip);
+      st.avail = 32 - skip;
     }
     // The next word is loaded one refill ahead, so its latency overlaps the
     // symbols decoded in between.
-    std::uint32_t ahead = pos < end ? words(pos) : 0u;
-    std::uint16_t* const o = out.data();
-    // GPUs: 8-byte stores (2-byte stores down a thread's own run touch a
-    // line each). CPUs store symbols one by one (the packing cost 25% there).
-    const bool packed = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible &&
-                        (reinterpret_cast<std::uintptr_t>(o + s0) & 7) == 0;
-    std::uint64_t quad = 0;  // symbols i & ~3 .. i, 16 bits each, the first lowest
-    std::uint64_t i = s0;
-    const auto emit = [&](const std::uint32_t sym) {
-      if (packed) {
-        quad |= static_cast<std::uint64_t>(sym) << (16 * ((i - s0) & 3));
-        if (((i - s0) & 3) == 3) {
-          *reinterpret_cast<std::uint64_t*>(o + (i - 3)) = quad;  // little-endian: the first symbol lowest
-          quad = 0;
-        }
-      } else {
-        out(i) = static_cast<std::uint16_t>(sym);
-      }
-      ++i;
-    };
-    while (i < s1) {
-      if (avail <= 32 && pos < end) {
-        buf |= static_cast<std::uint64_t>(ahead) << (32 - avail);
-        avail += 32;
-        ++pos;
-        ahead = pos < end ? words(pos) : 0u;
+    st.ahead = st.pos < st.end ? words(st.pos) : 0u;
+    st.i = st.s0;
+    st.ok = true;
+    return st;
+  }
+
+  // Decodes the run's symbols up to index stop (<= s1), emit(i, symbol) each,
+  // with the first-level table lut and, unless Multi is NoMulti, the
+  // multi-symbol table multi (multi_entry(): up to three whole codes of a
+  // kLutBits window a lookup; the same symbols and status bits). A bad code
+  // sets the status and st.ok false.
+  template <class Lut, class Multi, class Emit>
+  KOKKOS_INLINE_FUNCTION void decode_to(State& st, const std::uint64_t stop, const Lut& lut, const Multi& multi,
+                                        const Emit& emit) const {
+    while (st.i < stop) {
+      if (st.avail <= 32 && st.pos < st.end) {
+        st.buf |= static_cast<std::uint64_t>(st.ahead) << (32 - st.avail);
+        st.avail += 32;
+        ++st.pos;
+        st.ahead = st.pos < st.end ? words(st.pos) : 0u;
       }
       if constexpr (!std::is_same<Multi, NoMulti>::value) {
-        const std::uint64_t m = multi(static_cast<std::uint32_t>(buf >> (64 - kLutBits)));
+        const std::uint64_t m = multi(static_cast<std::uint32_t>(st.buf >> (64 - kLutBits)));
         int take = static_cast<int>(m >> 60);
-        if (static_cast<std::uint64_t>(take) > s1 - i) take = static_cast<int>(s1 - i);
-        if (avail < kLutBits)  // only at a chunk's end: whole codes may pass the valid bits
-          while (take > 0 && static_cast<int>((m >> (44 + 4 * take)) & 15u) > avail) --take;
+        if (static_cast<std::uint64_t>(take) > stop - st.i) take = static_cast<int>(stop - st.i);
+        if (st.avail < kLutBits)  // only at a chunk's end: whole codes may pass the valid bits
+          while (take > 0 && static_cast<int>((m >> (44 + 4 * take)) & 15u) > st.avail) --take;
         if (take > 0) {
           const int bits = static_cast<int>((m >> (44 + 4 * take)) & 15u);
-          for (int j = 0; j < take; ++j) emit(static_cast<std::uint32_t>(m >> (16 * j)) & 0xFFFFu);
-          buf <<= bits;
-          avail -= bits;
+          for (int j = 0; j < take; ++j) emit(st.i++, static_cast<std::uint32_t>(m >> (16 * j)) & 0xFFFFu);
+          st.buf <<= bits;
+          st.avail -= bits;
           continue;
         }
       }
       std::uint32_t sym = 0;
-      const int len = dec.decode_with(lut, buf, sym);
-      if (len == 0 || len > avail) {
+      const int len = dec.decode_with(lut, st.buf, sym);
+      if (len == 0 || len > st.avail) {
         Kokkos::atomic_fetch_or(&status(0), std::uint32_t(len == 0 ? kBadCode : kOverrun));
+        st.ok = false;
         return;
       }
-      emit(sym);
-      buf <<= len;
-      avail -= len;
+      emit(st.i++, sym);
+      st.buf <<= len;
+      st.avail -= len;
     }
-    if (packed)
-      for (std::uint64_t i = s1 - ((s1 - s0) & 3); i < s1; ++i) {
-        out(i) = static_cast<std::uint16_t>(quad & 0xFFFFu);
-        quad >>= 16;
-      }
-    if (s1 < c1) {  // not the chunk's last run: it must end where the next begins
-      if ((pos - begin) * 32 - static_cast<std::uint64_t>(avail) - start != run_bits(c * (per_chunk - 1) + k))
+  }
+
+  // After the run's last symbol: it must end where the next run begins, or
+  // where its chunk's words do.
+  KOKKOS_INLINE_FUNCTION void end_run(const State& st) const {
+    if (st.s1 < st.c1) {  // not the chunk's last run
+      if ((st.pos - st.begin) * 32 - static_cast<std::uint64_t>(st.avail) - st.start !=
+          run_bits(st.c * (per_chunk - 1) + st.k))
         Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadRun));
-    } else if (pos != end || avail >= 32 || buf != 0) {
+    } else if (st.pos != st.end || st.avail >= 32 || st.buf != 0) {
       // The encoder writes exactly ceil(bits / 32) words, zero-padded.
       Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kTrailing));
     }
+  }
+
+  // Decodes run u into out (host backends: a thread a run).
+  template <class Lut>
+  KOKKOS_INLINE_FUNCTION void run(const std::uint64_t u, const Lut& lut) const {
+    State st = begin_run(u);
+    if (!st.ok) return;
+    decode_to(st, st.s1, lut, NoMulti(), [&](const std::uint64_t i, const std::uint32_t sym) {
+      out(i) = static_cast<std::uint16_t>(sym);
+    });
+    if (st.ok) end_run(st);
   }
 };
 
@@ -757,36 +769,76 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
       // GPUs: a thread a run, kInflateTeam runs a team sharing the
       // multi-symbol table in scratch memory (a chain of dependent lookups
       // per run, up to three symbols a lookup; longer codes and errors take
-      // the first-level table).
-      // Teams take their own batch of runs, then more by ticket. (Drawing the
-      // first batch by ticket too measured slower: 1.50 against 1.29 ms.)
+      // the first-level table). Threads decode kStage symbols at a time into
+      // scratch rows, and the team stores the rows together, 16 bytes a
+      // thread over consecutive pieces (a thread's own stores down its run
+      // would touch a line each). Teams take their own batch of runs, then
+      // more by ticket. (Drawing the first batch by ticket too measured
+      // slower: 1.50 against 1.29 ms.)
       using Policy = Kokkos::TeamPolicy<ExecSpace>;
       using ScratchU = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space,
                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-      using WS = pipeline::Workspace<Mem>;
-      constexpr std::uint32_t lut_n = std::uint32_t(1) << kLutBits;
-      const std::uint64_t total = runs.total, batches = (total + impl::kInflateTeam - 1) / impl::kInflateTeam;
-      const std::uint64_t resident = static_cast<std::uint64_t>(space.concurrency()) / impl::kInflateTeam;
-      const std::uint64_t league = std::max<std::uint64_t>(1, std::min(batches, resident));  // at most; fewer may be resident
-      const auto ticket = WS::template buffer<std::uint32_t>(ws, WS::kTicket, 1, "ksz::ticket");
-      Kokkos::deep_copy(space, ticket, std::uint32_t(0));
-      Policy policy(space, static_cast<int>(league), static_cast<int>(impl::kInflateTeam));
       using ScratchM = Kokkos::View<std::uint64_t*, typename ExecSpace::scratch_memory_space,
                                     Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-      policy.set_scratch_size(0, Kokkos::PerTeam(ScratchM::shmem_size(lut_n) + ScratchU::shmem_size(1)));
+      using WS = pipeline::Workspace<Mem>;
+      using F = impl::InflateRun<Mem>;
+      constexpr std::uint32_t lut_n = std::uint32_t(1) << kLutBits;
+      constexpr std::uint64_t T = impl::kInflateTeam, kStage = 16;
+      const std::uint64_t total = runs.total, batches = (total + T - 1) / T;
+      const std::uint64_t resident = static_cast<std::uint64_t>(space.concurrency()) / T;
+      const std::uint64_t league = std::max<std::uint64_t>(1, std::min(batches, resident));  // at most; fewer may be resident
+      const std::uint64_t rounds = (step + kStage - 1) / kStage;
+      const auto ticket = WS::template buffer<std::uint32_t>(ws, WS::kTicket, 1, "ksz::ticket");
+      Kokkos::deep_copy(space, ticket, std::uint32_t(0));
+      Policy policy(space, static_cast<int>(league), static_cast<int>(T));
+      policy.set_scratch_size(0, Kokkos::PerTeam(ScratchM::shmem_size(lut_n) + ScratchM::shmem_size(T) +
+                                                 ScratchU::shmem_size(T) + ScratchU::shmem_size(1) +
+                                                 T * kStage * sizeof(std::uint16_t) + 16));
+      std::uint16_t* const o = out.data();
       Kokkos::parallel_for(
           "ksz::huffman::inflate_teams", policy, KOKKOS_LAMBDA(const typename Policy::member_type& team) {
             const ScratchM multi(team.team_scratch(0), lut_n);
+            const ScratchM first(team.team_scratch(0), T);  // each thread's run: first symbol
+            const ScratchU count(team.team_scratch(0), T);  // and symbols (0: nothing to store)
             const ScratchU next(team.team_scratch(0), 1);
+            std::uint16_t* const stage = static_cast<std::uint16_t*>(
+                team.team_scratch(0).get_shmem_aligned(T * kStage * sizeof(std::uint16_t), 16));
+            const std::uint64_t r = static_cast<std::uint64_t>(team.team_rank());
+            std::uint16_t* const mine = stage + r * kStage;
             Kokkos::parallel_for(Kokkos::TeamThreadRange(team, lut_n),
                                  [&](const std::uint32_t e) { multi(e) = impl::multi_entry(dec.lut, e); });
             for (std::uint64_t b = static_cast<std::uint64_t>(team.league_rank()); b < batches;) {
-              team.team_barrier();  // the table is loaded, the last ticket read
-              if (team.team_rank() == 0)
+              team.team_barrier();  // the table is loaded, the last batch stored, the last ticket read
+              if (r == 0)
                 next(0) = static_cast<std::uint32_t>(league) + Kokkos::atomic_fetch_add(&ticket(0), std::uint32_t(1));
-              const std::uint64_t u = b * impl::kInflateTeam + static_cast<std::uint64_t>(team.team_rank());
-              if (u < total) f.run(u, dec.lut, multi);
-              team.team_barrier();
+              const std::uint64_t u = b * T + r;
+              typename F::State st;
+              if (u < total) st = f.begin_run(u);
+              first(r) = st.ok ? st.s0 : 0;
+              count(r) = st.ok ? static_cast<std::uint32_t>(st.s1 - st.s0) : 0u;
+              for (std::uint64_t round = 0; round < rounds; ++round) {  // the same count on every thread
+                const std::uint64_t at = st.s0 + round * kStage;
+                if (st.ok)
+                  f.decode_to(st, at + kStage < st.s1 ? at + kStage : st.s1, dec.lut, multi,
+                              [&](const std::uint64_t i, const std::uint32_t sym) {
+                                mine[i - at] = static_cast<std::uint16_t>(sym);
+                              });
+                team.team_barrier();  // the rows are staged
+                for (std::uint64_t p = r; p < T * (kStage / 8); p += T) {
+                  const std::uint64_t src = p / (kStage / 8), piece = p % (kStage / 8);
+                  const std::uint64_t from = round * kStage + 8 * piece;  // symbol index in src's run
+                  const std::uint32_t len = count(src);
+                  if (from >= len) continue;
+                  std::uint16_t* const dst = o + first(src) + from;
+                  const std::uint16_t* const row = stage + src * kStage + 8 * piece;
+                  if (from + 8 <= len && (reinterpret_cast<std::uintptr_t>(dst) & 15) == 0)
+                    *reinterpret_cast<impl::Symbols8*>(dst) = *reinterpret_cast<const impl::Symbols8*>(row);
+                  else
+                    for (std::uint64_t e = 0; e < 8 && from + e < len; ++e) dst[e] = row[e];
+                }
+                team.team_barrier();  // the rows are out
+              }
+              if (st.ok) f.end_run(st);
               b = next(0);
             }
           });
