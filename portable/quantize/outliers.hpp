@@ -134,7 +134,8 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> list_bits(
   const Kokkos::View<std::uint64_t*, Mem> idx = WS::template buffer<std::uint64_t>(ws, slot, count, label);
   if (count == 0) return idx;
   const std::uint64_t nw = bits.extent(0), ng = (nw + kBitsGroup - 1) / kBitsGroup;
-  const Kokkos::View<std::uint64_t*, Mem> off = WS::template buffer<std::uint64_t>(ws, WS::kBitGroups, ng + 1, "ksz::bit_groups");
+  const Kokkos::View<std::uint64_t*, Mem> off =
+      WS::template buffer<std::uint64_t>(ws, WS::kBitGroups, ng + 1, "ksz::bit_groups");
   Kokkos::parallel_for(
       "ksz::outliers::bit_group_counts", Policy(space, 0, ng), KOKKOS_LAMBDA(const std::uint64_t g) {
         const std::uint64_t e = (g + 1) * kBitsGroup < nw ? (g + 1) * kBitsGroup : nw;

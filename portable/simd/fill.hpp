@@ -16,7 +16,8 @@ void fill_zero(const ExecSpace& space, Kokkos::View<T*, typename ExecSpace::memo
   constexpr std::uint64_t W = 16 / sizeof(T);
   const std::uint64_t n = v.extent(0);
   T* const p = v.data();
-  const std::uint64_t head = (reinterpret_cast<std::uintptr_t>(p) % 16) / sizeof(T);  // elements before the first 16-byte boundary
+  // Elements before the first 16-byte boundary.
+  const std::uint64_t head = (reinterpret_cast<std::uintptr_t>(p) % 16) / sizeof(T);
   const std::uint64_t lead = reinterpret_cast<std::uintptr_t>(p) % sizeof(T) != 0 ? n : (head ? W - head : 0);
   const std::uint64_t first = lead < n ? lead : n;
   const std::uint64_t quads = (n - first) / W;

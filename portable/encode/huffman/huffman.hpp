@@ -786,7 +786,7 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
       constexpr std::uint64_t T = impl::kInflateTeam, kStage = 16;
       const std::uint64_t total = runs.total, batches = (total + T - 1) / T;
       const std::uint64_t resident = static_cast<std::uint64_t>(space.concurrency()) / T;
-      const std::uint64_t league = std::max<std::uint64_t>(1, std::min(batches, resident));  // at most; fewer may be resident
+      const std::uint64_t league = std::max<std::uint64_t>(1, std::min(batches, resident));  // fewer may be resident
       const std::uint64_t rounds = (step + kStage - 1) / kStage;
       const auto ticket = WS::template buffer<std::uint32_t>(ws, WS::kTicket, 1, "ksz::ticket");
       Kokkos::deep_copy(space, ticket, std::uint32_t(0));

@@ -59,29 +59,6 @@ struct ChunkBox {
     e1 = static_cast<std::uint32_t>(y0 + cg.g.c1 <= cg.g.n1 ? cg.g.c1 : cg.g.n1 - y0);
     e2 = static_cast<std::uint32_t>(z0 + cg.g.c2 <= cg.g.n2 ? cg.g.c2 : cg.g.n2 - z0);
   }
-  KOKKOS_INLINE_FUNCTION std::uint32_t count() const { return e0 * e1 * e2; }
-  // Global index of local element l (x fastest).
-  KOKKOS_INLINE_FUNCTION std::uint64_t global(const Geometry& g, std::uint32_t l) const {
-    const std::uint32_t lx = l % e0, lyz = l / e0, ly = lyz % e1, lz = lyz / e1;
-    return (x0 + lx) + g.n0 * ((y0 + ly) + g.n1 * (z0 + lz));
-  }
-};
-
-// n / d for n < 2^32 by a multiply and shifts (d >= 1).
-struct Div32 {
-  std::uint32_t m = 1, sh1 = 0, sh2 = 0;
-  Div32() = default;
-  explicit Div32(std::uint32_t d) {
-    std::uint32_t l = 0;
-    while (l < 32 && (std::uint64_t(1) << l) < d) ++l;  // ceil(log2 d)
-    m = static_cast<std::uint32_t>((std::uint64_t(1) << 32) * ((std::uint64_t(1) << l) - d) / d + 1);
-    sh1 = l < 1 ? l : 1;
-    sh2 = l > 1 ? l - 1 : 0;
-  }
-  KOKKOS_INLINE_FUNCTION std::uint32_t operator()(std::uint32_t n) const {
-    const std::uint32_t t = static_cast<std::uint32_t>((static_cast<std::uint64_t>(m) * n) >> 32);
-    return (t + ((n - t) >> sh1)) >> sh2;
-  }
 };
 
 }  // namespace impl
@@ -96,7 +73,7 @@ struct ReconstructDequantize {
   using ScratchU = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space,
                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   ChunkGrid cg;
-  Div32 div0, div1;  // by the chunk extents c0 and c1
+  FastDiv div0, div1;  // by the chunk extents c0 and c1
   Geometry geo;
   Kokkos::View<const std::uint16_t*, Mem> codes;
   Kokkos::View<const std::int32_t*, Mem> dense;   // empty: look residuals up in the sparse lists
@@ -150,7 +127,7 @@ struct ReconstructDequantize {
       Kokkos::parallel_reduce(
           Kokkos::TeamThreadRange(team, csize),
           [&](const std::uint32_t l, std::uint64_t& acc) {
-            const std::uint32_t lyz = div0(l), lx = l - lyz * c0, lz = div1(lyz), ly = lyz - lz * c1;
+            const std::uint32_t lyz = div0.div(l), lx = l - lyz * c0, lz = div1.div(lyz), ly = lyz - lz * c1;
             if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
             const std::uint64_t i = origin + lx + geo.n0 * ly + plane_n * lz;
             const std::uint16_t c = codes(i);
@@ -192,13 +169,13 @@ struct ReconstructDequantize {
       });
       team.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c2), [&](const std::uint32_t line) {
-        const std::uint32_t zz = div0(line), x = line - zz * c0, base = x + zz * pplane;
+        const std::uint32_t zz = div0.div(line), x = line - zz * c0, base = x + zz * pplane;
         std::uint32_t acc = 0;
         for (std::uint32_t y = 0; y < c1; ++y) v(base + y * p0) = acc += v(base + y * p0);
       });
       team.team_barrier();
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c1), [&](const std::uint32_t line) {
-        const std::uint32_t y = div0(line), base = line - y * c0 + y * p0;
+        const std::uint32_t y = div0.div(line), base = line - y * c0 + y * p0;
         std::uint32_t acc = 0;
         for (std::uint32_t zz = 0; zz < c2; ++zz) v(base + zz * pplane) = acc += v(base + zz * pplane);
       });
@@ -214,9 +191,10 @@ struct ReconstructDequantize {
         }
     } else {
       Kokkos::parallel_for(Kokkos::TeamThreadRange(team, csize), [&](const std::uint32_t l) {
-        const std::uint32_t lyz = div0(l), lx = l - lyz * c0, lz = div1(lyz), ly = lyz - lz * c1;
+        const std::uint32_t lyz = div0.div(l), lx = l - lyz * c0, lz = div1.div(lyz), ly = lyz - lz * c1;
         if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
-        out(origin + lx + geo.n0 * ly + plane_n * lz) = quantize::reconstruct<T>(static_cast<std::int32_t>(v(lx + p0 * lyz)), step);
+        out(origin + lx + geo.n0 * ly + plane_n * lz) =
+            quantize::reconstruct<T>(static_cast<std::int32_t>(v(lx + p0 * lyz)), step);
       });
     }
     Kokkos::single(Kokkos::PerTeam(team), [&]() { z += tz; });
@@ -226,7 +204,6 @@ struct ReconstructDequantize {
 }  // namespace impl
 
 namespace impl {
-
 
 struct alignas(16) Quad {  // four 32-bit lanes: one 16-byte scratch access
   std::uint32_t v[4];
@@ -254,7 +231,7 @@ struct FusedCompress {
                                 Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   static constexpr std::uint32_t kHot = 8;
   ChunkGrid cg;
-  Div32 divq, div1;  // by the quads of a chunk row (c0 / 4) and by c1
+  FastDiv divq, div1;  // by the quads of a chunk row (c0 / 4) and by c1
   bool vec_in, vec_codes;  // aligned quads of input / codes where a quad is whole (n0 % 4 == 0)
   Kokkos::View<const T*, Mem> in;
   quantize::QuantParams qp;
@@ -264,7 +241,8 @@ struct FusedCompress {
   Kokkos::View<std::uint32_t*, Mem> outlier_bits;    // zeroed by the caller
   Kokkos::View<std::uint32_t*, Mem> verbatim_bits;   // zeroed by the caller
   Kokkos::View<std::uint64_t*, Mem> verbatim_count;  // [0], zeroed by the caller
-  Kokkos::View<std::uint32_t*, Mem> ticket;          // [0], zeroed by the caller (32 bits: 64-bit atomics are CAS loops in Kokkos 3.4)
+  // [0], zeroed by the caller; 32 bits: Kokkos 3.4 makes std::uint64_t atomics CAS loops.
+  Kokkos::View<std::uint32_t*, Mem> ticket;
 
   static std::size_t scratch_bytes(const ChunkGrid& cg, std::uint32_t nbins) {
     return cg.chunk_elems() * sizeof(std::uint32_t) + 16 + ScratchU::shmem_size(nbins) + ScratchU::shmem_size(1);
@@ -302,7 +280,7 @@ struct FusedCompress {
       team.team_barrier();  // the previous chunk's scratch and ticket are consumed
       if (team.team_rank() == 0) next(0) = Kokkos::atomic_fetch_add(&ticket(0), std::uint32_t(1));
       for (std::uint32_t qi = team.team_rank(); qi < nq; qi += team.team_size()) {
-        const std::uint32_t lyz = divq(qi), lx = 4 * (qi - lyz * qrow), lz = div1(lyz), ly = lyz - lz * c1;
+        const std::uint32_t lyz = divq.div(qi), lx = 4 * (qi - lyz * qrow), lz = div1.div(lyz), ly = lyz - lz * c1;
         const std::uint32_t valid =
             (lx < box.e0 && ly < box.e1 && lz < box.e2) ? (box.e0 - lx < 4 ? box.e0 - lx : 4) : 0;
         const std::uint64_t i = origin + lx + g.n0 * ly + plane_n * lz;
@@ -326,7 +304,7 @@ struct FusedCompress {
       }
       team.team_barrier();
       for (std::uint32_t qi = team.team_rank(); qi < nq; qi += team.team_size()) {
-        const std::uint32_t lyz = divq(qi), lx = 4 * (qi - lyz * qrow), lz = div1(lyz), ly = lyz - lz * c1;
+        const std::uint32_t lyz = divq.div(qi), lx = 4 * (qi - lyz * qrow), lz = div1.div(lyz), ly = lyz - lz * c1;
         if (!(lx < box.e0 && ly < box.e1 && lz < box.e2)) continue;
         const std::uint32_t valid = box.e0 - lx < 4 ? box.e0 - lx : 4;
         // t = q - q(y-1) - q(z-1) + q(y-1, z-1) along the quad and for the
@@ -427,7 +405,7 @@ bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename Exec
   Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 6>> policy(space, static_cast<int>(league), ts);
   policy.set_scratch_size(0, Kokkos::PerTeam(F::scratch_bytes(cg, nbins)));
   Kokkos::parallel_for("ksz::lorenzo::fused_compress", policy,
-                       F{cg, impl::Div32(geo.c0 / 4), impl::Div32(geo.c1),
+                       F{cg, FastDiv(geo.c0 / 4), FastDiv(geo.c1),
                          geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(in.data()) % (4 * sizeof(T)) == 0,
                          geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0, in, qp, radius, codes,
                          hist, obits, vbits, vcount, ticket});
@@ -454,7 +432,7 @@ template <class ExecSpace, class T>
 struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
   using Base = ReconstructDequantize<ExecSpace, T>;
   using Member = typename Base::Member;
-  Div32 divq;              // by the quads of a row (c0 / 4)
+  FastDiv divq;              // by the quads of a row (c0 / 4)
   bool vec_codes, vec_out;  // aligned quads of codes / output where a quad is whole (n0 % 4 == 0)
 
   KOKKOS_INLINE_FUNCTION static std::uint32_t row_words(const ChunkGrid& cg) {
@@ -479,7 +457,7 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(team, nq),
         [&](const std::uint32_t qi, std::uint64_t& acc) {
-          const std::uint32_t lyz = divq(qi), lx = 4 * (qi - lyz * qrow), lz = this->div1(lyz), ly = lyz - lz * c1;
+          const std::uint32_t lyz = divq.div(qi), lx = 4 * (qi - lyz * qrow), lz = this->div1.div(lyz), ly = lyz - lz * c1;
           if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
           const std::uint32_t valid = box.e0 - lx < 4 ? box.e0 - lx : 4;
           const std::uint64_t i = origin + lx + geo.n0 * ly + plane_n * lz;
@@ -513,20 +491,20 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
     });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c2), [&](const std::uint32_t line) {
-      const std::uint32_t zz = this->div0(line), base = line - zz * c0 + zz * plane;
+      const std::uint32_t zz = this->div0.div(line), base = line - zz * c0 + zz * plane;
       std::uint32_t acc = 0;
       for (std::uint32_t y = 0; y < c1; ++y) w[base + y * p0] = acc += w[base + y * p0];
     });
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c1), [&](const std::uint32_t line) {
-      const std::uint32_t y = this->div0(line), base = line - y * c0 + y * p0;
+      const std::uint32_t y = this->div0.div(line), base = line - y * c0 + y * p0;
       std::uint32_t acc = 0;
       for (std::uint32_t zz = 0; zz < c2; ++zz) w[base + zz * plane] = acc += w[base + zz * plane];
     });
     team.team_barrier();
     const double step = this->step;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nq), [&](const std::uint32_t qi) {
-      const std::uint32_t lyz = divq(qi), lx = 4 * (qi - lyz * qrow), lz = this->div1(lyz), ly = lyz - lz * c1;
+      const std::uint32_t lyz = divq.div(qi), lx = 4 * (qi - lyz * qrow), lz = this->div1.div(lyz), ly = lyz - lz * c1;
       if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
       const std::uint32_t valid = box.e0 - lx < 4 ? box.e0 - lx : 4;
       const std::uint64_t i = origin + lx + geo.n0 * ly + plane_n * lz;
@@ -560,7 +538,7 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
   using F = impl::ReconstructDequantize<ExecSpace, T>;
   const impl::ChunkGrid cg(geo);
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
-  const F f{cg, impl::Div32(geo.c0), impl::Div32(geo.c1), geo, codes, dense, oidx, oval, radius, step, out};
+  const F f{cg, FastDiv(geo.c0), FastDiv(geo.c1), geo, codes, dense, oidx, oval, radius, step, out};
   if (!host && geo.c0 % 4 == 0 && impl::ReconstructQuads<ExecSpace, T>::scratch_bytes(cg) <= 48 * 1024) {
     using Q = impl::ReconstructQuads<ExecSpace, T>;
     // At least six 256-thread teams an SM on GPUs (71 registers without a
@@ -571,7 +549,7 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
     std::uint64_t zeros = 0;
     Kokkos::parallel_reduce(
         "ksz::lorenzo::reconstruct_quads", policy,
-        Q{f, impl::Div32(geo.c0 / 4), geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0,
+        Q{f, FastDiv(geo.c0 / 4), geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0,
           geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(out.data()) % (4 * sizeof(T)) == 0},
         zeros);
     return zeros;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "portable/quantize/outliers.hpp"
+#include "portable/simd/bits.hpp"
 #include "portable/quantize/prequant.hpp"
 
 namespace ksz::spline {
@@ -100,27 +101,6 @@ inline Shape make_shape(std::uint64_t n0, std::uint64_t n1, std::uint64_t n2) {
   s.stride[2] = n0 * n1;
   return s;
 }
-
-// Unsigned 32-bit division by a divisor fixed on the host: a multiply-high,
-// a subtract and two shifts (Granlund and Montgomery, "Division by invariant
-// integers using multiplication", 1994, Fig. 4.1), exact for every 32-bit
-// dividend. A GPU's 64-bit division costs some 70 instructions; a pass's
-// point index needed two divisions and two remainders per point.
-struct FastDiv {
-  std::uint32_t d = 1, m = 1, sh1 = 0, sh2 = 0;
-  FastDiv() = default;
-  explicit FastDiv(std::uint32_t div) : d(div) {
-    std::uint32_t l = 0;
-    while (l < 32 && (std::uint64_t(1) << l) < div) ++l;  // l = ceil(log2 d)
-    m = static_cast<std::uint32_t>((std::uint64_t(1) << 32) * ((std::uint64_t(1) << l) - div) / div + 1);
-    sh1 = l < 1 ? l : 1;
-    sh2 = l > 1 ? l - 1 : 0;
-  }
-  KOKKOS_INLINE_FUNCTION std::uint32_t div(std::uint32_t n) const {
-    const std::uint32_t t = static_cast<std::uint32_t>((static_cast<std::uint64_t>(m) * n) >> 32);
-    return (t + ((n - t) >> sh1)) >> sh2;
-  }
-};
 
 // The points of one pass: along dimension `dim` odd multiples of s; along
 // dimensions earlier in the order multiples of s; later ones multiples of 2s.
