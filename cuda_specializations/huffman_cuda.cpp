@@ -276,7 +276,7 @@ __global__ void build_multi_lut(const std::uint32_t* __restrict__ lut, unsigned 
 }
 
 // A code longer than kLutBits at the top of buf, as the per-length search of
-// huffman::impl::DecodeTables::decode_one: its length is the least l with
+// huffman::impl::DecodeTables::decode_with: its length is the least l with
 // v < limit[l] (limit does not decrease, and v >= limit[kLutBits] because the
 // window held no shorter code), counted without branches from the limits in
 // shared memory. Returns 0 when the bits are no codeword.

@@ -15,6 +15,21 @@ namespace ksz::outliers {
 // Elements per compaction block (one team each).
 constexpr std::uint64_t kCompactBlock = 4096;
 
+namespace impl {
+// off(g) = the sum of off(0..g) before, for g in [0, ng]; off(ng) is ignored
+// on entry. A functor: see the note on parallel_reduce in lorenzo.hpp.
+template <class Mem>
+struct ExclusiveOffsets {
+  Kokkos::View<std::uint64_t*, Mem> off;
+  std::uint64_t ng;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t g, std::uint64_t& pos, const bool final) const {
+    const std::uint64_t c = g < ng ? off(g) : 0;
+    if (final) off(g) = pos;
+    pos += c;
+  }
+};
+}  // namespace impl
+
 // The second and third steps of compact_indices, for a caller that counted
 // the hits of each block itself: offsets(b) holds block b's count on entry
 // (nblocks + 1 entries, the last ignored) and the exclusive scan on return.
@@ -33,15 +48,8 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_counted(
   const std::uint64_t nblocks = (n + kCompactBlock - 1) / kCompactBlock;
   KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1, "internal: compaction counts too short");
   std::uint64_t count = 0;
-  Kokkos::parallel_scan(
-      "ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
-      KOKKOS_LAMBDA(const std::uint64_t b, std::uint64_t& pos, const bool final) {
-        const std::uint64_t c = b < nblocks ? offsets(b) : 0;
-        if (final) offsets(b) = pos;
-        pos += c;
-      });
-  Kokkos::deep_copy(space, count, Kokkos::subview(offsets, nblocks));
-  space.fence();
+  Kokkos::parallel_scan("ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
+                        impl::ExclusiveOffsets<Mem>{offsets, nblocks}, count);
   KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
   // From the workspace when the caller holds a lease (an allocation a call
   // costs a cudaMalloc, and its release a synchronizing cudaFree).
@@ -101,20 +109,6 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_indices(
   return compact_counted(space, n, pred, label, offsets, known_count);
 }
 
-namespace impl {
-// off(g) = the sum of off(0..g) before, for g in [0, ng]; off(ng) is ignored
-// on entry. A functor: see the note on parallel_reduce in lorenzo.hpp.
-template <class Mem>
-struct ExclusiveOffsets {
-  Kokkos::View<std::uint64_t*, Mem> off;
-  std::uint64_t ng;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t g, std::uint64_t& pos, const bool final) const {
-    const std::uint64_t c = g < ng ? off(g) : 0;
-    if (final) off(g) = pos;
-    pos += c;
-  }
-};
-}  // namespace impl
 
 // Bitmap words a list_bits() thread reads.
 constexpr std::uint64_t kBitsGroup = 32;

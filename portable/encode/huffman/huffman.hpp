@@ -73,10 +73,7 @@ struct DecodeTables {
   // Decodes the code at the top of buf (MSB-first; bits past the valid ones
   // must be zero). Returns its length, or 0 when the bits are no codeword.
   // Every index stays in range for tables built from valid lengths.
-  KOKKOS_INLINE_FUNCTION int decode_one(const std::uint64_t buf, std::uint32_t& sym) const {
-    return decode_with(lut, buf, sym);
-  }
-  // The same with a copy of lut (a decoder's scratch memory).
+  // l1 is lut or a copy of it (a decoder's scratch memory).
   template <class Lut>
   KOKKOS_INLINE_FUNCTION int decode_with(const Lut& l1, const std::uint64_t buf, std::uint32_t& sym) const {
     const std::uint32_t e = l1(static_cast<std::uint32_t>(buf >> (64 - kLutBits)));
@@ -92,6 +89,25 @@ struct DecodeTables {
       }
     }
     return 0;
+  }
+};
+
+// Run u of chunks of cs symbols cut into runs of step (per_chunk a chunk):
+// its chunk c, its place k there, its symbols [s0, s1), and its chunk's end c1.
+struct RunSpan {
+  std::uint64_t c, k, s0, s1, c1;
+  KOKKOS_INLINE_FUNCTION RunSpan(std::uint64_t u, std::uint64_t n, std::uint64_t cs, std::uint64_t step,
+                                 std::uint64_t per_chunk)
+      : c(u / per_chunk), k(u - c * per_chunk), s0(c * cs + k * step), s1(0), c1(c * cs + cs < n ? c * cs + cs : n) {
+    s1 = s0 + step < c1 ? s0 + step : c1;
+  }
+  // Its first bit in its chunk: the bits of the chunk's earlier runs
+  // (stored lengths, per_chunk - 1 a chunk).
+  template <class RunBits>
+  KOKKOS_INLINE_FUNCTION std::uint64_t start(const RunBits& run_bits, std::uint64_t per_chunk) const {
+    std::uint64_t b = 0;
+    for (std::uint64_t j = 0; j < k; ++j) b += run_bits(c * (per_chunk - 1) + j);
+    return b;
   }
 };
 
@@ -168,8 +184,9 @@ struct InflateRun {
   // chunk's offsets or its start are invalid.
   KOKKOS_INLINE_FUNCTION State begin_run(const std::uint64_t u) const {
     State st;
-    st.c = u / per_chunk;
-    st.k = u - st.c * per_chunk;
+    const RunSpan sp(u, n, cs, step, per_chunk);
+    st.c = sp.c;
+    st.k = sp.k;
     st.begin = chunk_offsets(st.c);
     st.end = chunk_offsets(st.c + 1);
     // No chunk of <= 2^24 codes of <= 24 bits takes 2^27 words.
@@ -177,11 +194,10 @@ struct InflateRun {
       Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadOffsets));
       return st;
     }
-    st.c1 = st.c * cs + cs < n ? st.c * cs + cs : n;
-    st.s0 = st.c * cs + st.k * step;
-    st.s1 = st.s0 + step < st.c1 ? st.s0 + step : st.c1;
-    // The run starts after the chunk's earlier runs (< kMaxRuns of < 2^16 bits).
-    for (std::uint64_t j = 0; j < st.k; ++j) st.start += run_bits(st.c * (per_chunk - 1) + j);
+    st.c1 = sp.c1;
+    st.s0 = sp.s0;
+    st.s1 = sp.s1;
+    st.start = sp.start(run_bits, per_chunk);  // < kMaxRuns runs of < 2^16 bits
     if (st.start > (st.end - st.begin) * 32) {
       Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadRun));
       return st;
@@ -505,18 +521,16 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
                             : Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::run_len", runs.total);
     Kokkos::parallel_for(
         "ksz::huffman::run_bits", Policy(space, 0, runs.total), KOKKOS_LAMBDA(const std::uint64_t u) {
-          const std::uint64_t c = u / per_chunk, k = u - c * per_chunk;
-          const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
-          const std::uint64_t a = c * cs + k * step, b = a + step < c1 ? a + step : c1;
+          const impl::RunSpan sp(u, n, cs, step, per_chunk);
           std::uint32_t run = 0;
           bool bad = false;
-          impl::for_each_symbol(symbols.data(), a, b, [&](const std::uint32_t sym) {
+          impl::for_each_symbol(symbols.data(), sp.s0, sp.s1, [&](const std::uint32_t sym) {
             const std::uint32_t len = sym < nsym ? enc(sym) >> 24 : 0u;
             bad = bad || len == 0;
             run += len;
           });
           run_len(u) = run;
-          if (b < c1) run_bits(c * (per_chunk - 1) + k) = static_cast<std::uint16_t>(run);
+          if (sp.s1 < sp.c1) run_bits(sp.c * (per_chunk - 1) + sp.k) = static_cast<std::uint16_t>(run);
           if (bad) Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadSymbol));
         });
     Kokkos::parallel_for(
@@ -590,12 +604,9 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
           Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kRunsPerTeam), [&](const int r) {
             const std::uint64_t u = static_cast<std::uint64_t>(team.league_rank()) * kRunsPerTeam + r;
             if (u >= total) return;
-            const std::uint64_t c = u / per_chunk, k = u - c * per_chunk;
-            const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
-            const std::uint64_t s0 = c * cs + k * step;
-            const std::uint64_t s1 = s0 + step < c1 ? s0 + step : c1;
-            std::uint64_t start = offsets(c) * 32;  // the run's first bit
-            for (std::uint64_t j = 0; j < k; ++j) start += run_bits(c * (per_chunk - 1) + j);
+            const impl::RunSpan sp(u, n, cs, step, per_chunk);
+            const std::uint64_t s0 = sp.s0, s1 = sp.s1;
+            const std::uint64_t start = offsets(sp.c) * 32 + sp.start(run_bits, per_chunk);  // the run's first bit
             // Slices of a multiple of 8 symbols (16-byte loads where aligned).
             const std::uint64_t slice = ((s1 - s0 + kLanes - 1) / kLanes + 7) / 8 * 8;
             Kokkos::parallel_scan(Kokkos::ThreadVectorRange(team, kLanes),

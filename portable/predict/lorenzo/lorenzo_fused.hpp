@@ -213,6 +213,24 @@ struct alignas(4 * sizeof(T)) Quad4 {  // four input values, one aligned load
   T v[4];
 };
 
+// Quad qi of a chunk whose rows hold qrow quads (divq divides by qrow, div1 by
+// c1), in box at field index origin: its place in the chunk (row = y + c1 z),
+// its first element's field index, and how many of its elements lie in the
+// field (0: none).
+struct QuadAt {
+  std::uint32_t lx, ly, lz, row, valid;
+  std::uint64_t i;
+  KOKKOS_INLINE_FUNCTION QuadAt(std::uint32_t qi, std::uint32_t qrow, const FastDiv& divq, const FastDiv& div1,
+                                const ChunkBox& box, std::uint64_t origin, std::uint64_t n0, std::uint64_t plane_n) {
+    row = divq.div(qi);
+    lx = 4 * (qi - row * qrow);
+    lz = div1.div(row);
+    ly = row - lz * div1.d;
+    valid = (lx < box.e0 && ly < box.e1 && lz < box.e2) ? (box.e0 - lx < 4 ? box.e0 - lx : 4) : 0;
+    i = origin + lx + n0 * ly + plane_n * lz;
+  }
+};
+
 // Pre-quantization, prediction, quantization and the code histogram in one
 // pass (the CUDA specialization's fusion, in Kokkos teams): a team takes
 // chunks in turn, pre-quantizes one into scratch memory, then codes it from
@@ -280,10 +298,9 @@ struct FusedCompress {
       team.team_barrier();  // the previous chunk's scratch and ticket are consumed
       if (team.team_rank() == 0) next(0) = Kokkos::atomic_fetch_add(&ticket(0), std::uint32_t(1));
       for (std::uint32_t qi = team.team_rank(); qi < nq; qi += team.team_size()) {
-        const std::uint32_t lyz = divq.div(qi), lx = 4 * (qi - lyz * qrow), lz = div1.div(lyz), ly = lyz - lz * c1;
-        const std::uint32_t valid =
-            (lx < box.e0 && ly < box.e1 && lz < box.e2) ? (box.e0 - lx < 4 ? box.e0 - lx : 4) : 0;
-        const std::uint64_t i = origin + lx + g.n0 * ly + plane_n * lz;
+        const QuadAt at(qi, qrow, divq, div1, box, origin, g.n0, plane_n);
+        const std::uint32_t valid = at.valid;
+        const std::uint64_t i = at.i;
         T v[4] = {T(0), T(0), T(0), T(0)};
         if (valid == 4 && vec_in) {
           const Quad4<T> x = *reinterpret_cast<const Quad4<T>*>(in.data() + i);
@@ -304,13 +321,13 @@ struct FusedCompress {
       }
       team.team_barrier();
       for (std::uint32_t qi = team.team_rank(); qi < nq; qi += team.team_size()) {
-        const std::uint32_t lyz = divq.div(qi), lx = 4 * (qi - lyz * qrow), lz = div1.div(lyz), ly = lyz - lz * c1;
-        if (!(lx < box.e0 && ly < box.e1 && lz < box.e2)) continue;
-        const std::uint32_t valid = box.e0 - lx < 4 ? box.e0 - lx : 4;
+        const QuadAt at(qi, qrow, divq, div1, box, origin, g.n0, plane_n);
+        if (at.valid == 0) continue;
+        const std::uint32_t valid = at.valid;
         // t = q - q(y-1) - q(z-1) + q(y-1, z-1) along the quad and for the
         // element before it; the residual is t(x) - t(x - 1) (wrapping
         // uint32, outside the chunk 0), the same as residual_at().
-        const bool hy = ly != 0, hz = lz != 0, hx = lx != 0;
+        const bool hy = at.ly != 0, hz = at.lz != 0, hx = at.lx != 0;
         const Quad a = qs[qi];
         const Quad y = hy ? qs[qi - qrow] : Quad{{0, 0, 0, 0}};
         const Quad z = hz ? qs[qi - qplane] : Quad{{0, 0, 0, 0}};
@@ -329,7 +346,7 @@ struct FusedCompress {
           tp = t;
           c[e] = (d > -r && d < r) ? static_cast<std::uint32_t>(d + r) : 0u;
         }
-        const std::uint64_t i = origin + lx + g.n0 * ly + plane_n * lz;
+        const std::uint64_t i = at.i;
         if (valid == 4 && vec_codes) {
           const std::uint64_t w = static_cast<std::uint64_t>(c[0]) | static_cast<std::uint64_t>(c[1]) << 16 |
                                   static_cast<std::uint64_t>(c[2]) << 32 | static_cast<std::uint64_t>(c[3]) << 48;
@@ -457,10 +474,10 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(team, nq),
         [&](const std::uint32_t qi, std::uint64_t& acc) {
-          const std::uint32_t lyz = divq.div(qi), lx = 4 * (qi - lyz * qrow), lz = this->div1.div(lyz), ly = lyz - lz * c1;
-          if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
-          const std::uint32_t valid = box.e0 - lx < 4 ? box.e0 - lx : 4;
-          const std::uint64_t i = origin + lx + geo.n0 * ly + plane_n * lz;
+          const QuadAt at(qi, qrow, divq, this->div1, box, origin, geo.n0, plane_n);
+          if (at.valid == 0) return;
+          const std::uint32_t valid = at.valid;
+          const std::uint64_t i = at.i;
           std::uint32_t c[4] = {radius, radius, radius, radius};  // radius: residual 0
           if (valid == 4 && vec_codes) {
             const std::uint64_t u = *reinterpret_cast<const std::uint64_t*>(this->codes.data() + i);
@@ -475,7 +492,7 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
             run += c[e] == 0 ? static_cast<std::uint32_t>(this->outlier(i + e)) : c[e] - radius;
             v.v[e] = run;
           }
-          qs[lyz * qp0 + lx / 4] = v;
+          qs[at.row * qp0 + at.lx / 4] = v;
         },
         tz);
     team.team_barrier();
@@ -504,11 +521,11 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
     team.team_barrier();
     const double step = this->step;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nq), [&](const std::uint32_t qi) {
-      const std::uint32_t lyz = divq.div(qi), lx = 4 * (qi - lyz * qrow), lz = this->div1.div(lyz), ly = lyz - lz * c1;
-      if (lx >= box.e0 || ly >= box.e1 || lz >= box.e2) return;
-      const std::uint32_t valid = box.e0 - lx < 4 ? box.e0 - lx : 4;
-      const std::uint64_t i = origin + lx + geo.n0 * ly + plane_n * lz;
-      const Quad a = qs[lyz * qp0 + lx / 4];
+      const QuadAt at(qi, qrow, divq, this->div1, box, origin, geo.n0, plane_n);
+      if (at.valid == 0) return;
+      const std::uint32_t valid = at.valid;
+      const std::uint64_t i = at.i;
+      const Quad a = qs[at.row * qp0 + at.lx / 4];
       Quad4<T> o;
       for (int e = 0; e < 4; ++e) o.v[e] = quantize::reconstruct<T>(static_cast<std::int32_t>(a.v[e]), step);
       if (valid == 4 && vec_out)
