@@ -440,17 +440,18 @@ bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename Exec
 namespace impl {
 
 // ReconstructDequantize's GPU form for chunks whose x extent is a multiple of
-// 4: a thread takes quads of four x-neighbours (8-byte code loads, 16-byte
-// scratch accesses and value stores, a division per quad instead of two per
-// element), rows padded by 4 words (16-byte aligned, and the x pass's rows
-// fall on different banks). Prefix sums: inside each quad, then along x across
-// quads, then y and z per element.
+// 4: quads of four x-neighbours (8-byte code loads, 16-byte scratch accesses
+// and value stores), rows padded by 4 words (16-byte aligned, and the x pass's
+// rows fall on different banks). Prefix sums: along x in registers, a thread
+// per row, then y and z per element in scratch. Zero codes are counted per
+// thread and added to zeros(0) once (no team reduction a chunk).
 template <class ExecSpace, class T>
 struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
   using Base = ReconstructDequantize<ExecSpace, T>;
   using Member = typename Base::Member;
   FastDiv divq;              // by the quads of a row (c0 / 4)
   bool vec_codes, vec_out;  // aligned quads of codes / output where a quad is whole (n0 % 4 == 0)
+  Kokkos::View<std::uint64_t*, typename Base::Mem> zeros;
 
   KOKKOS_INLINE_FUNCTION static std::uint32_t row_words(const ChunkGrid& cg) {
     return std::uint64_t(cg.g.c0 + 4) * cg.g.c1 * cg.g.c2 <= 8192 ? cg.g.c0 + 4 : cg.g.c0;
@@ -459,7 +460,7 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
     return std::size_t(row_words(cg)) * cg.g.c1 * cg.g.c2 * sizeof(std::uint32_t) + 16;
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& team, std::uint64_t& z) const {
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const ChunkGrid& cg = this->cg;
     const Geometry& geo = this->geo;
     const ChunkBox box(cg, static_cast<std::uint64_t>(team.league_rank()));
@@ -470,40 +471,32 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
     const std::uint64_t plane_n = geo.n0 * geo.n1;
     const std::uint64_t origin = box.x0 + geo.n0 * box.y0 + plane_n * box.z0;
     const std::uint32_t radius = this->radius;
-    std::uint64_t tz = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(team, nq),
-        [&](const std::uint32_t qi, std::uint64_t& acc) {
-          const QuadAt at(qi, qrow, divq, this->div1, box, origin, geo.n0, plane_n);
-          if (at.valid == 0) return;
-          const std::uint32_t valid = at.valid;
-          const std::uint64_t i = at.i;
-          std::uint32_t c[4] = {radius, radius, radius, radius};  // radius: residual 0
-          if (valid == 4 && vec_codes) {
-            const std::uint64_t u = *reinterpret_cast<const std::uint64_t*>(this->codes.data() + i);
-            for (int e = 0; e < 4; ++e) c[e] = static_cast<std::uint32_t>(u >> (16 * e)) & 0xFFFFu;
-          } else {
-            for (std::uint32_t e = 0; e < valid; ++e) c[e] = this->codes(i + e);
-          }
-          Quad v;
-          std::uint32_t run = 0;
-          for (int e = 0; e < 4; ++e) {
-            if (c[e] == 0) ++acc;
-            run += c[e] == 0 ? static_cast<std::uint32_t>(this->outlier(i + e)) : c[e] - radius;
-            v.v[e] = run;
-          }
-          qs[at.row * qp0 + at.lx / 4] = v;
-        },
-        tz);
-    team.team_barrier();
-    // Along x: each row's quads carry their predecessors' sum.
+    std::uint32_t tz = 0;  // this thread's zero codes
+    // Rows outside the field stay unwritten: the sums only run towards
+    // higher coordinates, so they never reach inside elements.
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c1 * c2), [&](const std::uint32_t row) {
-      std::uint32_t carry = 0;
+      const std::uint32_t lz = this->div1.div(row), ly = row - lz * c1;
+      if (ly >= box.e1 || lz >= box.e2) return;
+      const std::uint64_t r0 = origin + geo.n0 * ly + plane_n * lz;
+      std::uint32_t run = 0;
       for (std::uint32_t qx = 0; qx < qrow; ++qx) {
-        Quad a = qs[row * qp0 + qx];
-        for (int e = 0; e < 4; ++e) a.v[e] += carry;
-        carry = a.v[3];
-        qs[row * qp0 + qx] = a;
+        const std::uint32_t lx = 4 * qx;
+        const std::uint32_t valid = lx < box.e0 ? (box.e0 - lx < 4 ? box.e0 - lx : 4) : 0;
+        const std::uint64_t i = r0 + lx;
+        std::uint32_t c[4] = {radius, radius, radius, radius};  // radius: residual 0
+        if (valid == 4 && vec_codes) {
+          const std::uint64_t u = *reinterpret_cast<const std::uint64_t*>(this->codes.data() + i);
+          for (int e = 0; e < 4; ++e) c[e] = static_cast<std::uint32_t>(u >> (16 * e)) & 0xFFFFu;
+        } else {
+          for (std::uint32_t e = 0; e < valid; ++e) c[e] = this->codes(i + e);
+        }
+        Quad v;
+        for (int e = 0; e < 4; ++e) {
+          if (c[e] == 0) ++tz;
+          run += c[e] == 0 ? static_cast<std::uint32_t>(this->outlier(i + e)) : c[e] - radius;
+          v.v[e] = run;
+        }
+        qs[row * qp0 + qx] = v;
       }
     });
     team.team_barrier();
@@ -533,7 +526,7 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
       else
         for (std::uint32_t e = 0; e < valid; ++e) this->out(i + e) = o.v[e];
     });
-    Kokkos::single(Kokkos::PerTeam(team), [&]() { z += tz; });
+    if (tz) atomic_add_u64(&zeros(0), tz);
   }
 };
 
@@ -563,12 +556,14 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
     Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 6>> policy(space, static_cast<int>(cg.chunks()),
                                                                       impl::team_size<ExecSpace>());
     policy.set_scratch_size(0, Kokkos::PerTeam(Q::scratch_bytes(cg)));
-    std::uint64_t zeros = 0;
-    Kokkos::parallel_reduce(
+    const Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> z("ksz::inverse_zeros", 1);
+    Kokkos::parallel_for(
         "ksz::lorenzo::reconstruct_quads", policy,
         Q{f, FastDiv(geo.c0 / 4), geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0,
-          geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(out.data()) % (4 * sizeof(T)) == 0},
-        zeros);
+          geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(out.data()) % (4 * sizeof(T)) == 0, z});
+    std::uint64_t zeros = 0;
+    Kokkos::deep_copy(space, zeros, Kokkos::subview(z, 0));
+    space.fence();
     return zeros;
   }
   Kokkos::TeamPolicy<ExecSpace> policy(space, static_cast<int>(cg.chunks()), impl::team_size<ExecSpace>());
