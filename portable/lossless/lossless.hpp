@@ -229,9 +229,12 @@ int team_size() {  // one thread per block on CPUs: a block stays in one core's 
 // (shuffles) rather than team ones (shared memory and barriers across four
 // warps). One lane on CPUs.
 template <class ExecSpace>
+constexpr int block_lanes() {
+  return Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible ? 1 : 32;
+}
+template <class ExecSpace>
 Kokkos::TeamPolicy<ExecSpace> block_policy(const ExecSpace& space, std::uint64_t nb) {
-  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
-  return Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), 1, host ? 1 : 32);
+  return Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), 1, block_lanes<ExecSpace>());
 }
 
 // Bitmap of one level inside a team: the level's `units` units of u bytes at
@@ -580,27 +583,58 @@ struct CodedBound {
   Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words;
   std::uint64_t n_words, n, wpb, bsize, nb;
   bool bytes;  // ZeroBytes (else ZeroWords)
+  bool vec;    // words 16-byte aligned
+  int lanes;   // the teams' vector length
+  Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> sum;  // [0] += each block's bound, zeroed
 
-  KOKKOS_INLINE_FUNCTION void operator()(const Member& t, std::uint64_t& sum) const {
-    const std::uint64_t b = static_cast<std::uint64_t>(t.league_rank());
+  struct alignas(16) Words4 {
+    std::uint32_t w[4];
+  };
+  // Nonzero bytes of w (ZeroBytes) or whether w is nonzero (ZeroWords).
+  KOKKOS_INLINE_FUNCTION std::uint32_t nonzero_units(const std::uint32_t w) const {
+    if (!bytes) return w != 0 ? 1u : 0u;
+    // High bit of each zero byte of w, then their count.
+    const std::uint32_t z = ~(((w & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w | 0x7F7F7F7Fu);
+    return 4u - ((((z >> 7) & 0x01010101u) * 0x01010101u) >> 24);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& t) const {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, t.team_size()), [&](const int r) {
+      const std::uint64_t b = static_cast<std::uint64_t>(t.league_rank()) * t.team_size() + r;
+      if (b < nb) block(t, b);
+    });
+  }
+
+  KOKKOS_INLINE_FUNCTION void block(const Member& t, const std::uint64_t b) const {
     const std::uint64_t begin = b * wpb, end = begin + wpb < n_words ? begin + wpb : n_words;
     std::uint32_t c = 0;
+    // Each vector lane takes every kLanes-th group of four words (16-byte
+    // loads where the words are aligned; kLanes is the team's vector length).
+    const std::uint64_t groups = (end - begin + 3) / 4;
     Kokkos::parallel_reduce(
-        Kokkos::ThreadVectorRange(t, begin, end),
-        [&](const std::uint64_t i, std::uint32_t& acc) {
-          const std::uint32_t w = words(i);
-          if (!bytes) {
-            acc += w != 0 ? 1u : 0u;
-            return;
+        Kokkos::ThreadVectorRange(t, lanes),
+        [&](const int lane, std::uint32_t& acc) {
+          // kUnroll groups' loads in flight at once.
+          constexpr int kUnroll = 4;
+          for (std::uint64_t g0 = lane; g0 < groups; g0 += kUnroll * lanes) {
+            std::uint32_t w[kUnroll][4];
+            for (int m = 0; m < kUnroll; ++m) {
+              const std::uint64_t i = begin + 4 * (g0 + m * lanes);
+              if (vec && i + 4 <= end) {
+                const Words4 q = *reinterpret_cast<const Words4*>(words.data() + i);
+                for (int k = 0; k < 4; ++k) w[m][k] = q.w[k];
+              } else {
+                for (int k = 0; k < 4; ++k) w[m][k] = i + k < end ? words(i + k) : 0u;
+              }
+            }
+            for (int m = 0; m < kUnroll; ++m)
+              for (int k = 0; k < 4; ++k) acc += nonzero_units(w[m][k]);  // 0 for the zero padding
           }
-          // High bit of each zero byte of w, then their count.
-          const std::uint32_t z = ~(((w & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w | 0x7F7F7F7Fu);
-          acc += 4u - ((((z >> 7) & 0x01010101u) * 0x01010101u) >> 24);
         },
         c);
     const std::uint64_t len = b + 1 < nb ? bsize : n - b * bsize;
     const std::uint64_t coded = std::uint64_t(c) * (bytes ? 1 : 4) + (c + 7) / 8;
-    Kokkos::single(Kokkos::PerTeam(t), [&]() { sum += coded < len ? coded : len; });
+    Kokkos::single(Kokkos::PerThread(t), [&]() { atomic_add_u64(&sum(0), coded < len ? coded : len); });
   }
 };
 }  // namespace impl
@@ -629,10 +663,20 @@ std::uint64_t coded_lower_bound(const ExecSpace& space,
     if (cuda_spec::lossless_coded_bytes(space, words.data(), n_words, bytes, log2_block, coded))
       return kHeaderBytes + 4 * nb + coded;
 #endif
-  // A functor, not a lambda: Kokkos 3.4's team reduction called an nvcc
-  // extended lambda through a null host pointer (CUDA 13).
-  Kokkos::parallel_reduce("ksz::lossless::count_nonzero",
-                          impl::block_policy(space, nb), impl::CodedBound<ExecSpace>{words, n_words, n, wpb, bsize, nb, bytes}, coded);
+  // A team thread (its vector lanes) per block, eight a team on GPUs (a
+  // team of one warp leaves most of an SM idle); each block's bound added
+  // atomically (no team reduction).
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
+  constexpr int per_team = host ? 1 : 8;
+  const Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> sum("ksz::lossless::bound", 1);
+  Kokkos::parallel_for("ksz::lossless::count_nonzero",
+                       Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>((nb + per_team - 1) / per_team), per_team,
+                                                     impl::block_lanes<ExecSpace>()),
+                       impl::CodedBound<ExecSpace>{words, n_words, n, wpb, bsize, nb, bytes,
+                                                   reinterpret_cast<std::uintptr_t>(words.data()) % 16 == 0,
+                                                   impl::block_lanes<ExecSpace>(), sum});
+  Kokkos::deep_copy(space, coded, Kokkos::subview(sum, 0));
+  space.fence();
   return kHeaderBytes + 4 * nb + coded;
 }
 

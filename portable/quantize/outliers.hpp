@@ -110,17 +110,22 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_indices(
 }
 
 
-// Bitmap words a list_bits() thread reads.
+// Bitmap words a list_bits() thread reads, and the elements they cover.
 constexpr std::uint64_t kBitsGroup = 32;
+constexpr std::uint64_t kBitsGroupElems = 32 * kBitsGroup;
 
 // The positions of the set bits of bits (bit i & 31 of word i >> 5),
-// increasing; count is their number (known to the caller, checked here).
-// Three steps: set bits per group of kBitsGroup words, an exclusive scan over
-// the groups, then each group with bits writes their positions.
+// increasing. off(g) holds, on entry, the set bits of group g of kBitsGroup
+// words (g < ng = ceil(words / kBitsGroup); ng + 1 entries, the last ignored;
+// the caller counted them as it set the bits) and count their sum. Two
+// steps: an exclusive scan of off, then each group with bits writes their
+// positions. Asynchronous (no copy back): a list that disagrees with count
+// is cut at count.
 template <class ExecSpace>
 Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> list_bits(
     const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> bits,
-    std::uint64_t count, const char* label, typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
+    Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> off, std::uint64_t count, const char* label,
+    typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot) {
   using Mem = typename ExecSpace::memory_space;
   using WS = pipeline::Workspace<Mem>;
@@ -128,26 +133,17 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> list_bits(
   const Kokkos::View<std::uint64_t*, Mem> idx = WS::template buffer<std::uint64_t>(ws, slot, count, label);
   if (count == 0) return idx;
   const std::uint64_t nw = bits.extent(0), ng = (nw + kBitsGroup - 1) / kBitsGroup;
-  const Kokkos::View<std::uint64_t*, Mem> off =
-      WS::template buffer<std::uint64_t>(ws, WS::kBitGroups, ng + 1, "ksz::bit_groups");
-  Kokkos::parallel_for(
-      "ksz::outliers::bit_group_counts", Policy(space, 0, ng), KOKKOS_LAMBDA(const std::uint64_t g) {
-        const std::uint64_t e = (g + 1) * kBitsGroup < nw ? (g + 1) * kBitsGroup : nw;
-        std::uint64_t c = 0;
-        for (std::uint64_t w = g * kBitsGroup; w < e; ++w) c += static_cast<std::uint64_t>(popcount32(bits(w)));
-        off(g) = c;
-      });
-  std::uint64_t total = 0;
-  Kokkos::parallel_scan("ksz::outliers::bit_group_offsets", Policy(space, 0, ng + 1), impl::ExclusiveOffsets<Mem>{off, ng},
-                        total);
-  KSZ_EXPECTS(total == count, "internal: ", total, " bits set, expected ", count);
+  KSZ_EXPECTS(off.extent(0) >= ng + 1, "internal: bit group counts too short");
+  Kokkos::parallel_scan("ksz::outliers::bit_group_offsets", Policy(space, 0, ng + 1),
+                        impl::ExclusiveOffsets<Mem>{off, ng});
   Kokkos::parallel_for(
       "ksz::outliers::list_bits", Policy(space, 0, ng), KOKKOS_LAMBDA(const std::uint64_t g) {
         std::uint64_t p = off(g);
         if (off(g + 1) == p) return;
         const std::uint64_t e = (g + 1) * kBitsGroup < nw ? (g + 1) * kBitsGroup : nw;
         for (std::uint64_t w = g * kBitsGroup; w < e; ++w)
-          for (std::uint32_t x = bits(w); x; x &= x - 1) idx(p++) = w * 32 + static_cast<std::uint64_t>(lowest_bit(x));
+          for (std::uint32_t x = bits(w); x; x &= x - 1, ++p)
+            if (p < count) idx(p) = w * 32 + static_cast<std::uint64_t>(lowest_bit(x));
       });
   return idx;
 }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "portable/predict/lorenzo/lorenzo.hpp"
 #include "portable/quantize/outliers.hpp"
@@ -258,6 +259,8 @@ struct FusedCompress {
   Kokkos::View<std::uint64_t*, Mem> hist;            // zeroed by the caller
   Kokkos::View<std::uint32_t*, Mem> outlier_bits;    // zeroed by the caller
   Kokkos::View<std::uint32_t*, Mem> verbatim_bits;   // zeroed by the caller
+  // Set bits per outliers::kBitsGroupElems elements, zeroed by the caller.
+  Kokkos::View<std::uint64_t*, Mem> outlier_groups, verbatim_groups;
   Kokkos::View<std::uint64_t*, Mem> verbatim_count;  // [0], zeroed by the caller
   // [0], zeroed by the caller; 32 bits: Kokkos 3.4 makes std::uint64_t atomics CAS loops.
   Kokkos::View<std::uint32_t*, Mem> ticket;
@@ -314,6 +317,7 @@ struct FusedCompress {
           if (!quantize::prequantize_magic<T>(v[e], qp, qe) && e < valid) {
             ++verbatim;
             Kokkos::atomic_fetch_or(&verbatim_bits((i + e) >> 5), std::uint32_t(1) << ((i + e) & 31));
+            atomic_add_u64(&verbatim_groups((i + e) / outliers::kBitsGroupElems), 1);
           }
           q.v[e] = e < valid ? static_cast<std::uint32_t>(qe) : 0u;
         }
@@ -362,7 +366,10 @@ struct FusedCompress {
           } else {
             Kokkos::atomic_add(&lh(c[e]), std::uint32_t(1));
           }
-          if (c[e] == 0) Kokkos::atomic_fetch_or(&outlier_bits((i + e) >> 5), std::uint32_t(1) << ((i + e) & 31));
+          if (c[e] == 0) {
+            Kokkos::atomic_fetch_or(&outlier_bits((i + e) >> 5), std::uint32_t(1) << ((i + e) & 31));
+            atomic_add_u64(&outlier_groups((i + e) / outliers::kBitsGroupElems), 1);
+          }
         }
       }
       k = next(0);
@@ -409,8 +416,13 @@ bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename Exec
   const auto vbits = ws.template get<std::uint32_t>(WS::kVerbatimAlt, nwords, "ksz::verbatim_bits");
   const auto vcount = ws.template get<std::uint64_t>(WS::kCounters, 1, "ksz::verbatim_count");
   const auto ticket = ws.template get<std::uint32_t>(WS::kTicket, 1, "ksz::ticket");
+  const std::uint64_t ng = (nwords + outliers::kBitsGroup - 1) / outliers::kBitsGroup;
+  const auto groups = ws.template get<std::uint64_t>(WS::kBitGroups, 2 * (ng + 1), "ksz::bit_groups");
+  const Kokkos::View<std::uint64_t*, Mem> ogroups = Kokkos::subview(groups, std::make_pair(std::uint64_t(0), ng + 1));
+  const Kokkos::View<std::uint64_t*, Mem> vgroups = Kokkos::subview(groups, std::make_pair(ng + 1, 2 * (ng + 1)));
   fill_zero(space, obits);
   fill_zero(space, vbits);
+  fill_zero(space, groups);
   Kokkos::deep_copy(space, vcount, std::uint64_t(0));
   Kokkos::deep_copy(space, ticket, std::uint32_t(0));
   Kokkos::deep_copy(space, hist, std::uint64_t(0));
@@ -425,32 +437,33 @@ bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename Exec
                        F{cg, FastDiv(geo.c0 / 4), FastDiv(geo.c1),
                          geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(in.data()) % (4 * sizeof(T)) == 0,
                          geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0, in, qp, radius, codes,
-                         hist, obits, vbits, vcount, ticket});
+                         hist, obits, vbits, ogroups, vgroups, vcount, ticket});
   res.hist = Kokkos::View<std::uint64_t*, Kokkos::HostSpace>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::hist_host")), nbins);
   Kokkos::deep_copy(space, res.hist, hist);
   std::uint64_t nv = 0;
   Kokkos::deep_copy(space, nv, Kokkos::subview(vcount, 0));
   space.fence();
-  res.outliers = outliers::list_bits<ExecSpace>(space, obits, res.hist(0), "ksz::outlier_index", &ws, WS::kOutliers);
-  res.verbatim = outliers::list_bits<ExecSpace>(space, vbits, nv, "ksz::verbatim_index", &ws, WS::kVerbatim);
+  res.outliers =
+      outliers::list_bits<ExecSpace>(space, obits, ogroups, res.hist(0), "ksz::outlier_index", &ws, WS::kOutliers);
+  res.verbatim = outliers::list_bits<ExecSpace>(space, vbits, vgroups, nv, "ksz::verbatim_index", &ws, WS::kVerbatim);
   return true;
 }
 
 namespace impl {
 
 // ReconstructDequantize's GPU form for chunks whose x extent is a multiple of
-// 4: quads of four x-neighbours (8-byte code loads, 16-byte scratch accesses
-// and value stores), rows padded by 4 words (16-byte aligned, and the x pass's
-// rows fall on different banks). Prefix sums: along x in registers, a thread
-// per row, then y and z per element in scratch. Zero codes are counted per
-// thread and added to zeros(0) once (no team reduction a chunk).
+// 4: quads of four x-neighbours (8-byte code loads, 16-byte scratch
+// accesses), rows padded by 4 words (16-byte aligned, and the x pass's rows
+// fall on different banks). Prefix sums: along x in registers, a thread per
+// row, then y per element in scratch, then z, storing each value as it is
+// summed. Zero codes are counted per thread and added to zeros(0) once (no
+// team reduction a chunk).
 template <class ExecSpace, class T>
 struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
   using Base = ReconstructDequantize<ExecSpace, T>;
   using Member = typename Base::Member;
-  FastDiv divq;              // by the quads of a row (c0 / 4)
-  bool vec_codes, vec_out;  // aligned quads of codes / output where a quad is whole (n0 % 4 == 0)
+  bool vec_codes;  // aligned quads of codes where a quad is whole (n0 % 4 == 0)
   Kokkos::View<std::uint64_t*, typename Base::Mem> zeros;
 
   KOKKOS_INLINE_FUNCTION static std::uint32_t row_words(const ChunkGrid& cg) {
@@ -464,7 +477,7 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
     const ChunkGrid& cg = this->cg;
     const Geometry& geo = this->geo;
     const ChunkBox box(cg, static_cast<std::uint64_t>(team.league_rank()));
-    const std::uint32_t c0 = cg.g.c0, c1 = cg.g.c1, c2 = cg.g.c2, qrow = c0 / 4, nq = qrow * c1 * c2;
+    const std::uint32_t c0 = cg.g.c0, c1 = cg.g.c1, c2 = cg.g.c2, qrow = c0 / 4;
     const std::uint32_t p0 = row_words(cg), qp0 = p0 / 4, plane = p0 * c1;
     Quad* const qs = static_cast<Quad*>(team.team_scratch(0).get_shmem_aligned(std::size_t(plane) * c2 * 4, 16));
     std::uint32_t* const w = reinterpret_cast<std::uint32_t*>(qs);
@@ -506,25 +519,16 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
       for (std::uint32_t y = 0; y < c1; ++y) w[base + y * p0] = acc += w[base + y * p0];
     });
     team.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c1), [&](const std::uint32_t line) {
-      const std::uint32_t y = this->div0.div(line), base = line - y * c0 + y * p0;
-      std::uint32_t acc = 0;
-      for (std::uint32_t zz = 0; zz < c2; ++zz) w[base + zz * plane] = acc += w[base + zz * plane];
-    });
-    team.team_barrier();
+    // Along z, each sum dequantized and stored as it is made (consecutive
+    // threads: consecutive x of a row).
     const double step = this->step;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, nq), [&](const std::uint32_t qi) {
-      const QuadAt at(qi, qrow, divq, this->div1, box, origin, geo.n0, plane_n);
-      if (at.valid == 0) return;
-      const std::uint32_t valid = at.valid;
-      const std::uint64_t i = at.i;
-      const Quad a = qs[at.row * qp0 + at.lx / 4];
-      Quad4<T> o;
-      for (int e = 0; e < 4; ++e) o.v[e] = quantize::reconstruct<T>(static_cast<std::int32_t>(a.v[e]), step);
-      if (valid == 4 && vec_out)
-        *reinterpret_cast<Quad4<T>*>(this->out.data() + i) = o;
-      else
-        for (std::uint32_t e = 0; e < valid; ++e) this->out(i + e) = o.v[e];
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c1), [&](const std::uint32_t line) {
+      const std::uint32_t y = this->div0.div(line), x = line - y * c0, base = x + y * p0;
+      if (x >= box.e0 || y >= box.e1) return;
+      T* const o = this->out.data() + origin + x + geo.n0 * y;
+      std::uint32_t acc = 0;
+      for (std::uint32_t zz = 0; zz < box.e2; ++zz)
+        o[plane_n * zz] = quantize::reconstruct<T>(static_cast<std::int32_t>(acc += w[base + zz * plane]), step);
     });
     if (tz) atomic_add_u64(&zeros(0), tz);
   }
@@ -559,8 +563,7 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
     const Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> z("ksz::inverse_zeros", 1);
     Kokkos::parallel_for(
         "ksz::lorenzo::reconstruct_quads", policy,
-        Q{f, FastDiv(geo.c0 / 4), geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0,
-          geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(out.data()) % (4 * sizeof(T)) == 0, z});
+        Q{f, geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0, z});
     std::uint64_t zeros = 0;
     Kokkos::deep_copy(space, zeros, Kokkos::subview(z, 0));
     space.fence();
