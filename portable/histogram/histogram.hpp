@@ -22,10 +22,6 @@ constexpr std::uint32_t kMaxScratchBins = 8192;
 // Bins around the center counted in registers on GPUs: [center - 4, center + 4).
 constexpr std::uint32_t kHotPacked = 8, kHotRounds = 31;
 
-struct alignas(16) Codes8 {  // eight codes, one 16-byte load
-  std::uint32_t w[4];
-};
-
 template <class ExecSpace>
 void histogram(const ExecSpace& space,
                Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
@@ -121,10 +117,10 @@ void histogram(const ExecSpace& space,
           // loads keep too few bytes in flight); the order of counting is free.
           const std::uint16_t* p = codes.data();
           if (kTeamSlice % 8 == 0 && (reinterpret_cast<std::uintptr_t>(p) & 15) == 0) {
-            const Codes8* w = reinterpret_cast<const Codes8*>(p);
+            const Words4* w = reinterpret_cast<const Words4*>(p);
             std::uint32_t rounds = 0;
             for (std::uint64_t v = begin / 8 + team.team_rank(); v < end / 8; v += stride) {
-              const Codes8 x = w[v];
+              const Words4 x = w[v];
               for (int k = 0; k < 4; ++k) {
                 count(x.w[k] & 0xFFFFu);
                 count(x.w[k] >> 16);

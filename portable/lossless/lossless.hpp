@@ -587,9 +587,6 @@ struct CodedBound {
   int lanes;   // the teams' vector length
   Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> sum;  // [0] += each block's bound, zeroed
 
-  struct alignas(16) Words4 {
-    std::uint32_t w[4];
-  };
   // Nonzero bytes of w (ZeroBytes) or whether w is nonzero (ZeroWords).
   KOKKOS_INLINE_FUNCTION std::uint32_t nonzero_units(const std::uint32_t w) const {
     if (!bytes) return w != 0 ? 1u : 0u;
@@ -608,8 +605,8 @@ struct CodedBound {
   KOKKOS_INLINE_FUNCTION void block(const Member& t, const std::uint64_t b) const {
     const std::uint64_t begin = b * wpb, end = begin + wpb < n_words ? begin + wpb : n_words;
     std::uint32_t c = 0;
-    // Each vector lane takes every kLanes-th group of four words (16-byte
-    // loads where the words are aligned; kLanes is the team's vector length).
+    // Each vector lane takes every lanes-th group of four words (16-byte
+    // loads where the words are aligned).
     const std::uint64_t groups = (end - begin + 3) / 4;
     Kokkos::parallel_reduce(
         Kokkos::ThreadVectorRange(t, lanes),

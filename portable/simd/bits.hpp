@@ -7,6 +7,11 @@
 
 namespace ksz {
 
+// Four 32-bit words (eight 16-bit codes or symbols): one 16-byte load or store.
+struct alignas(16) Words4 {
+  std::uint32_t w[4];
+};
+
 KOKKOS_INLINE_FUNCTION int popcount32(std::uint32_t x) {
 #if defined(__CUDA_ARCH__)
   return __popc(x);

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "portable/encode/huffman/codebook.hpp"
+#include "portable/simd/bits.hpp"
 #include "portable/simd/fill.hpp"
 #include "src/core/error.hpp"
 #include "src/pipeline/workspace.hpp"
@@ -111,10 +112,6 @@ struct RunSpan {
   }
 };
 
-struct alignas(16) Symbols8 {  // eight symbols, one 16-byte load
-  std::uint32_t w[4];
-};
-
 // f(symbol) for p[a, b) in order, eight symbols a 16-byte load where p + a
 // is 16-byte aligned (a GPU thread walking its own run: 2-byte loads from
 // 32 runs a warp miss L1 at every line). Little-endian: a word's low half is
@@ -123,7 +120,7 @@ template <class F>
 KOKKOS_INLINE_FUNCTION void for_each_symbol(const std::uint16_t* p, std::uint64_t a, const std::uint64_t b, const F& f) {
   if ((reinterpret_cast<std::uintptr_t>(p + a) & 15) == 0)
     for (; a + 8 <= b; a += 8) {
-      const Symbols8 v = *reinterpret_cast<const Symbols8*>(p + a);
+      const Words4 v = *reinterpret_cast<const Words4*>(p + a);
       for (int k = 0; k < 4; ++k) {
         f(v.w[k] & 0xFFFFu);
         f(v.w[k] >> 16);
@@ -843,7 +840,7 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
                   std::uint16_t* const dst = o + first(src) + from;
                   const std::uint16_t* const row = stage + src * kStage + 8 * piece;
                   if (from + 8 <= len && (reinterpret_cast<std::uintptr_t>(dst) & 15) == 0)
-                    *reinterpret_cast<impl::Symbols8*>(dst) = *reinterpret_cast<const impl::Symbols8*>(row);
+                    *reinterpret_cast<Words4*>(dst) = *reinterpret_cast<const Words4*>(row);
                   else
                     for (std::uint64_t e = 0; e < 8 && from + e < len; ++e) dst[e] = row[e];
                 }
