@@ -29,6 +29,7 @@
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/simd/bits.hpp"
+#include "portable/simd/scan.hpp"
 #include "src/core/error.hpp"
 
 namespace ksz::lossless {
@@ -489,19 +490,6 @@ struct BlockOffsets {
   }
 };
 
-// Exclusive scan of the encoder's sizes into offsets (nb + 1 entries).
-template <class ExecSpace>
-struct SizeScan {
-  using Mem = typename ExecSpace::memory_space;
-  Kokkos::View<const std::uint64_t*, Mem> sizes;
-  Kokkos::View<std::uint64_t*, Mem> offsets;
-  std::uint64_t nb;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t b, std::uint64_t& acc, const bool final) const {
-    const std::uint64_t s = b < nb ? sizes(b) : 0;
-    if (final) offsets(b) = acc;
-    acc += s;
-  }
-};
 
 }  // namespace impl
 
@@ -547,7 +535,7 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
                          impl::block_policy(space, nb).set_scratch_size(0, Kokkos::PerTeam(scratch)),
                          impl::EncodeBlocks<ExecSpace>{in, staging, sizes, n, log2_block, unit});
   Kokkos::parallel_scan("ksz::lossless::offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nb + 1),
-                        impl::SizeScan<ExecSpace>{sizes, offsets, nb});
+                        ExclusiveScan<typename ExecSpace::memory_space>{sizes, offsets, nb});
   std::uint64_t total = 0;
   Kokkos::deep_copy(space, total, Kokkos::subview(offsets, nb));
   space.fence();

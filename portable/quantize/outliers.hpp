@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "portable/simd/bits.hpp"
+#include "portable/simd/scan.hpp"
 #include "src/core/error.hpp"
 #include "src/pipeline/workspace.hpp"
 
@@ -14,21 +15,6 @@ namespace ksz::outliers {
 
 // Elements per compaction block (one team each).
 constexpr std::uint64_t kCompactBlock = 4096;
-
-namespace impl {
-// off(g) = the sum of off(0..g) before, for g in [0, ng]; off(ng) is ignored
-// on entry. A functor: see the note on parallel_reduce in lorenzo.hpp.
-template <class Mem>
-struct ExclusiveOffsets {
-  Kokkos::View<std::uint64_t*, Mem> off;
-  std::uint64_t ng;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t g, std::uint64_t& pos, const bool final) const {
-    const std::uint64_t c = g < ng ? off(g) : 0;
-    if (final) off(g) = pos;
-    pos += c;
-  }
-};
-}  // namespace impl
 
 // The second and third steps of compact_indices, for a caller that counted
 // the hits of each block itself: offsets(b) holds block b's count on entry
@@ -49,7 +35,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_counted(
   KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1, "internal: compaction counts too short");
   std::uint64_t count = 0;
   Kokkos::parallel_scan("ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
-                        impl::ExclusiveOffsets<Mem>{offsets, nblocks}, count);
+                        ExclusiveScan<Mem>{offsets, offsets, nblocks}, count);
   KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
   // From the workspace when the caller holds a lease (an allocation a call
   // costs a cudaMalloc, and its release a synchronizing cudaFree).
@@ -135,7 +121,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> list_bits(
   const std::uint64_t nw = bits.extent(0), ng = (nw + kBitsGroup - 1) / kBitsGroup;
   KSZ_EXPECTS(off.extent(0) >= ng + 1, "internal: bit group counts too short");
   Kokkos::parallel_scan("ksz::outliers::bit_group_offsets", Policy(space, 0, ng + 1),
-                        impl::ExclusiveOffsets<Mem>{off, ng});
+                        ExclusiveScan<Mem>{off, off, ng});
   Kokkos::parallel_for(
       "ksz::outliers::list_bits", Policy(space, 0, ng), KOKKOS_LAMBDA(const std::uint64_t g) {
         std::uint64_t p = off(g);

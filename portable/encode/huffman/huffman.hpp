@@ -22,6 +22,7 @@
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/simd/bits.hpp"
 #include "portable/simd/fill.hpp"
+#include "portable/simd/scan.hpp"
 #include "src/core/error.hpp"
 #include "src/pipeline/workspace.hpp"
 
@@ -558,13 +559,8 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
         offsets(c) = (bits + 31) / 32;
         if (bad) Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadSymbol));
       });
-  Kokkos::parallel_scan(
-      "ksz::huffman::chunk_scan", Policy(space, 0, nchunks + 1),
-      KOKKOS_LAMBDA(const std::uint64_t c, std::uint64_t& sum, const bool final) {
-        const std::uint64_t words = c < nchunks ? offsets(c) : 0;  // read before the write below
-        if (final) offsets(c) = sum;
-        sum += words;
-      });
+  Kokkos::parallel_scan("ksz::huffman::chunk_scan", Policy(space, 0, nchunks + 1),
+                        ExclusiveScan<Mem>{offsets, offsets, nchunks});
   auto h_status = Kokkos::create_mirror_view(status);
   Kokkos::View<std::uint64_t*, Kokkos::HostSpace> h_total("ksz::huffman::total", 1);
   Kokkos::deep_copy(space, h_status, status);
