@@ -97,7 +97,8 @@ struct DecodeTables {
 // Run u of chunks of cs symbols cut into runs of step (per_chunk a chunk):
 // its chunk c, its place k there, its symbols [s0, s1), and its chunk's end c1.
 struct RunSpan {
-  std::uint64_t c, k, s0, s1, c1;
+  std::uint64_t c = 0, k = 0, s0 = 0, s1 = 0, c1 = 0;
+  RunSpan() = default;
   KOKKOS_INLINE_FUNCTION RunSpan(std::uint64_t u, std::uint64_t n, std::uint64_t cs, std::uint64_t step,
                                  std::uint64_t per_chunk)
       : c(u / per_chunk), k(u - c * per_chunk), s0(c * cs + k * step), s1(0), c1(c * cs + cs < n ? c * cs + cs : n) {
@@ -172,7 +173,8 @@ struct InflateRun {
 
   // A run being decoded: where it lies and how far the decoder got.
   struct State {
-    std::uint64_t c = 0, k = 0, s0 = 0, s1 = 0, c1 = 0, begin = 0, end = 0, start = 0, pos = 0, i = 0, buf = 0;
+    RunSpan sp;  // where the run lies
+    std::uint64_t begin = 0, end = 0, start = 0, pos = 0, i = 0, buf = 0;
     std::uint32_t ahead = 0;
     int avail = 0;
     bool ok = false;  // false: nothing (more) to decode, the status says why where it is an error
@@ -182,19 +184,15 @@ struct InflateRun {
   // chunk's offsets or its start are invalid.
   KOKKOS_INLINE_FUNCTION State begin_run(const std::uint64_t u) const {
     State st;
-    const RunSpan sp(u, n, cs, step, per_chunk);
-    st.c = sp.c;
-    st.k = sp.k;
-    st.begin = chunk_offsets(st.c);
-    st.end = chunk_offsets(st.c + 1);
+    st.sp = RunSpan(u, n, cs, step, per_chunk);
+    const RunSpan& sp = st.sp;
+    st.begin = chunk_offsets(sp.c);
+    st.end = chunk_offsets(sp.c + 1);
     // No chunk of <= 2^24 codes of <= 24 bits takes 2^27 words.
-    if (st.begin > st.end || st.end > nwords || (st.c == 0 && st.begin != 0) || st.end - st.begin > 0xFFFFFFFFull / 32) {
+    if (st.begin > st.end || st.end > nwords || (sp.c == 0 && st.begin != 0) || st.end - st.begin > 0xFFFFFFFFull / 32) {
       Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadOffsets));
       return st;
     }
-    st.c1 = sp.c1;
-    st.s0 = sp.s0;
-    st.s1 = sp.s1;
     st.start = sp.start(run_bits, per_chunk);  // < kMaxRuns runs of < 2^16 bits
     if (st.start > (st.end - st.begin) * 32) {
       Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadRun));
@@ -211,7 +209,7 @@ struct InflateRun {
     // The next word is loaded one refill ahead, so its latency overlaps the
     // symbols decoded in between.
     st.ahead = st.pos < st.end ? words(st.pos) : 0u;
-    st.i = st.s0;
+    st.i = st.sp.s0;
     st.ok = true;
     return st;
   }
@@ -261,9 +259,9 @@ struct InflateRun {
   // After the run's last symbol: it must end where the next run begins, or
   // where its chunk's words do.
   KOKKOS_INLINE_FUNCTION void end_run(const State& st) const {
-    if (st.s1 < st.c1) {  // not the chunk's last run
+    if (st.sp.s1 < st.sp.c1) {  // not the chunk's last run
       if ((st.pos - st.begin) * 32 - static_cast<std::uint64_t>(st.avail) - st.start !=
-          run_bits(st.c * (per_chunk - 1) + st.k))
+          run_bits(st.sp.c * (per_chunk - 1) + st.sp.k))
         Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadRun));
     } else if (st.pos != st.end || st.avail >= 32 || st.buf != 0) {
       // The encoder writes exactly ceil(bits / 32) words, zero-padded.
@@ -276,7 +274,7 @@ struct InflateRun {
   KOKKOS_INLINE_FUNCTION void run(const std::uint64_t u, const Lut& lut) const {
     State st = begin_run(u);
     if (!st.ok) return;
-    decode_to(st, st.s1, lut, NoMulti(), [&](const std::uint64_t i, const std::uint32_t sym) {
+    decode_to(st, st.sp.s1, lut, NoMulti(), [&](const std::uint64_t i, const std::uint32_t sym) {
       out(i) = static_cast<std::uint16_t>(sym);
     });
     if (st.ok) end_run(st);
@@ -818,12 +816,12 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
               const std::uint64_t u = b * T + r;
               typename F::State st;
               if (u < total) st = f.begin_run(u);
-              first(r) = st.ok ? st.s0 : 0;
-              count(r) = st.ok ? static_cast<std::uint32_t>(st.s1 - st.s0) : 0u;
+              first(r) = st.ok ? st.sp.s0 : 0;
+              count(r) = st.ok ? static_cast<std::uint32_t>(st.sp.s1 - st.sp.s0) : 0u;
               for (std::uint64_t round = 0; round < rounds; ++round) {  // the same count on every thread
-                const std::uint64_t at = st.s0 + round * kStage;
+                const std::uint64_t at = st.sp.s0 + round * kStage;
                 if (st.ok)
-                  f.decode_to(st, at + kStage < st.s1 ? at + kStage : st.s1, dec.lut, multi,
+                  f.decode_to(st, at + kStage < st.sp.s1 ? at + kStage : st.sp.s1, dec.lut, multi,
                               [&](const std::uint64_t i, const std::uint32_t sym) {
                                 mine[i - at] = static_cast<std::uint16_t>(sym);
                               });
