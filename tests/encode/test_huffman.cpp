@@ -361,24 +361,41 @@ struct Stream {
   std::vector<u64> offsets;
 };
 
+// On GPUs, each case runs twice: with the CUDA specializations (where built)
+// and without them, through the portable GPU kernels.
+template <class Space>
+std::vector<bool> spec_settings() {
+  constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible;
+  return host ? std::vector<bool>{true} : std::vector<bool>{true, false};
+}
+struct SpecRestore {
+  ~SpecRestore() { ksz::cuda_spec::set_enabled(true); }
+};
+
 // Encodes, checks the bits against the host reference, decodes and compares.
 template <class Space>
 Stream round_trip(const std::vector<u16>& sym, const Codebook& book, u32 cs) {
   Space space;
   const ksz::huffman::DeviceCodebook<Space> dbook(book);
   const auto dsym = to_device<Space>(sym);
-  const auto enc = ksz::huffman::encode(space, dsym, dbook, cs);
-  space.fence();
-  Stream s{to_host(enc.words), to_host(enc.chunk_offsets)};
   std::vector<u32> rw;
   std::vector<u64> ro;
   reference_encode(sym, book, cs, rw, ro);
-  EXPECT_EQ(enc.n_words, rw.size());
-  EXPECT_EQ(s.offsets, ro) << "n=" << sym.size() << " cs=" << cs;
-  EXPECT_TRUE(s.words == rw) << "n=" << sym.size() << " cs=" << cs;
-  DView<Space> out("out", sym.size());
-  ksz::huffman::decode(space, enc.words, enc.chunk_offsets, cs, dbook, out);
-  EXPECT_TRUE(to_host(out) == sym) << "n=" << sym.size() << " cs=" << cs;
+  Stream s;
+  SpecRestore restore;
+  for (const bool spec : spec_settings<Space>()) {
+    ksz::cuda_spec::set_enabled(spec);
+    const std::string where = "n=" + std::to_string(sym.size()) + " cs=" + std::to_string(cs) + (spec ? "" : " portable");
+    const auto enc = ksz::huffman::encode(space, dsym, dbook, cs);
+    space.fence();
+    s = Stream{to_host(enc.words), to_host(enc.chunk_offsets)};
+    EXPECT_EQ(enc.n_words, rw.size()) << where;
+    EXPECT_EQ(s.offsets, ro) << where;
+    EXPECT_TRUE(s.words == rw) << where;
+    DView<Space> out("out", sym.size());
+    ksz::huffman::decode(space, enc.words, enc.chunk_offsets, cs, dbook, out);
+    EXPECT_TRUE(to_host(out) == sym) << where;
+  }
   return s;
 }
 
@@ -663,22 +680,27 @@ RunStream round_trip_runs(const std::vector<u16>& sym, const Codebook& book, u32
   Space space;
   const ksz::huffman::DeviceCodebook<Space> dbook(book);
   const auto dsym = to_device<Space>(sym);
-  const auto enc = ksz::huffman::encode(space, dsym, dbook, cs, nullptr, sub);
-  space.fence();
-  RunStream s{to_host(enc.words), to_host(enc.chunk_offsets), to_host(enc.run_bits)};
   std::vector<u32> rw;
   std::vector<u64> ro;
   reference_encode(sym, book, cs, rw, ro);
-  const std::string where = "n=" + std::to_string(sym.size()) + " cs=" + std::to_string(cs) + " sub=" +
-                            std::to_string(sub);
-  EXPECT_EQ(s.offsets, ro) << where;
-  EXPECT_TRUE(s.words == rw) << where;
-  EXPECT_EQ(s.runs, reference_run_bits(sym, book, cs, sub)) << where;
-  EXPECT_EQ(s.runs.size(), ksz::huffman::Runs(sym.size(), cs, sub).stored) << where;
-  DView<Space> out("out", sym.size());
-  ksz::huffman::decode(space, enc.words, enc.chunk_offsets, cs, dbook, out,
-                       Kokkos::View<const u16*, typename Space::memory_space>(enc.run_bits), sub);
-  EXPECT_TRUE(to_host(out) == sym) << where;
+  RunStream s;
+  SpecRestore restore;
+  for (const bool spec : spec_settings<Space>()) {
+    ksz::cuda_spec::set_enabled(spec);
+    const auto enc = ksz::huffman::encode(space, dsym, dbook, cs, nullptr, sub);
+    space.fence();
+    s = RunStream{to_host(enc.words), to_host(enc.chunk_offsets), to_host(enc.run_bits)};
+    const std::string where = "n=" + std::to_string(sym.size()) + " cs=" + std::to_string(cs) + " sub=" +
+                              std::to_string(sub) + (spec ? "" : " portable");
+    EXPECT_EQ(s.offsets, ro) << where;
+    EXPECT_TRUE(s.words == rw) << where;
+    EXPECT_EQ(s.runs, reference_run_bits(sym, book, cs, sub)) << where;
+    EXPECT_EQ(s.runs.size(), ksz::huffman::Runs(sym.size(), cs, sub).stored) << where;
+    DView<Space> out("out", sym.size());
+    ksz::huffman::decode(space, enc.words, enc.chunk_offsets, cs, dbook, out,
+                         Kokkos::View<const u16*, typename Space::memory_space>(enc.run_bits), sub);
+    EXPECT_TRUE(to_host(out) == sym) << where;
+  }
   return s;
 }
 

@@ -464,6 +464,126 @@ inline std::uint64_t words_bound(const std::uint64_t* hist, const Codebook& book
   return bits / 32 + chunk_count(n, chunk_symbols) + 1;
 }
 
+namespace impl {
+
+// GPU encode of chunks of at most kStagedChunk symbols, its two passes (the
+// chunks' bit counts, then the deflate) as the CUDA twins do them: a team a
+// chunk, looping over chunks (a league of about one wave); team thread t
+// holds the chunk's symbols [t kSlice, (t + 1) kSlice) in registers, and an
+// exclusive team scan of their bit counts places them. The deflate packs
+// the chunk in scratch memory (a word two threads share by atomic or) and
+// stores its words. The code table sits in scratch when it fits. Runs must
+// begin on slices: step a multiple of kSlice or the whole chunk.
+constexpr std::uint64_t kSlice = 32, kStagedChunk = 4096;
+constexpr std::uint32_t kScratchTable = 8192;  // most symbols a team copies
+inline bool staged_fits(std::uint64_t cs, std::uint64_t step) {
+  return cs <= kStagedChunk && (step >= cs || step % kSlice == 0);
+}
+
+template <class ExecSpace, bool kDeflate>
+struct StagedChunks {
+  using Mem = typename ExecSpace::memory_space;
+  using Member = typename Kokkos::TeamPolicy<ExecSpace>::member_type;
+  using ScratchU = Kokkos::View<std::uint32_t*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  Kokkos::View<const std::uint16_t*, Mem> symbols;
+  Kokkos::View<const std::uint32_t*, Mem> enc;
+  std::uint32_t nsym;
+  std::uint64_t n, cs, step, per_chunk, nchunks;
+  Kokkos::View<std::uint64_t*, Mem> offsets;  // in: the scan's (deflate); out: word counts (bits)
+  Kokkos::View<std::uint16_t*, Mem> run_bits;
+  Kokkos::View<std::uint32_t*, Mem> status;
+  Kokkos::View<std::uint32_t*, Mem> words;
+  int team = 1;  // threads a team: a power of two (team_scan's need) covering cs
+
+  StagedChunks(Kokkos::View<const std::uint16_t*, Mem> symbols_, Kokkos::View<const std::uint32_t*, Mem> enc_,
+               std::uint32_t nsym_, const Runs& runs, Kokkos::View<std::uint64_t*, Mem> offsets_,
+               Kokkos::View<std::uint16_t*, Mem> run_bits_, Kokkos::View<std::uint32_t*, Mem> status_,
+               Kokkos::View<std::uint32_t*, Mem> words_)
+      : symbols(symbols_), enc(enc_), nsym(nsym_), n(runs.n), cs(runs.cs), step(runs.step),
+        per_chunk(runs.per_chunk), nchunks(runs.nchunks), offsets(offsets_), run_bits(run_bits_),
+        status(status_), words(words_) {
+    while (team * kSlice < cs) team *= 2;
+  }
+  KOKKOS_INLINE_FUNCTION std::uint32_t table_size() const { return nsym <= kScratchTable ? nsym : 0u; }
+  KOKKOS_INLINE_FUNCTION std::uint64_t stage_words() const { return kDeflate ? cs * kMaxCodeLength / 32 + 1 : std::uint64_t(team); }
+  void run(const ExecSpace& space) const {
+    const std::uint64_t wave = static_cast<std::uint64_t>(space.concurrency()) / team;
+    const int league = static_cast<int>(nchunks < wave ? nchunks : (wave ? wave : 1));
+    Kokkos::parallel_for(kDeflate ? "ksz::huffman::deflate_staged" : "ksz::huffman::chunk_bits_staged",
+                         Kokkos::TeamPolicy<ExecSpace>(space, league, team, 1)
+                             .set_scratch_size(0, Kokkos::PerTeam(ScratchU::shmem_size(table_size()) +
+                                                                  ScratchU::shmem_size(stage_words()))),
+                         *this);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& m) const {
+    const int t = m.team_rank();
+    ScratchU table(m.team_scratch(0), table_size());
+    ScratchU stage(m.team_scratch(0), stage_words());  // the chunk's words (deflate); slices' bit ends (bits)
+    for (std::uint32_t s = t; s < table_size(); s += team) table(s) = enc(s);
+    const std::uint32_t* const tab = table_size() ? table.data() : enc.data();
+    for (std::uint64_t c = m.league_rank(); c < nchunks; c += m.league_size()) {
+      m.team_barrier();  // table loaded; the last chunk's stage read
+      const std::uint64_t c1 = c * cs + cs < n ? c * cs + cs : n;
+      const std::uint64_t a = c * cs + t * kSlice < c1 ? c * cs + t * kSlice : c1;
+      const int len = static_cast<int>(a + kSlice < c1 ? kSlice : c1 - a);
+      std::uint32_t w[kSlice / 2];  // two symbols a word, the earlier in the low half
+      if (len == int(kSlice) && (reinterpret_cast<std::uintptr_t>(symbols.data() + a) & 15) == 0) {
+        for (int k = 0; k < int(kSlice / 8); ++k) {
+          const Words4 v = reinterpret_cast<const Words4*>(symbols.data() + a)[k];
+          for (int j = 0; j < 4; ++j) w[4 * k + j] = v.w[j];
+        }
+      } else {
+        for (int k = 0; k < int(kSlice / 2); ++k)
+          w[k] = (2 * k < len ? symbols(a + 2 * k) : 0u) | (2 * k + 1 < len ? symbols(a + 2 * k + 1) : 0u) << 16;
+      }
+      std::uint32_t e[kDeflate ? kSlice : 1];
+      std::uint32_t bits = 0;
+      bool bad = false;
+      for (int j = 0; j < int(kSlice); ++j) {
+        const std::uint32_t sym = (w[j / 2] >> (16 * (j % 2))) & 0xFFFFu;
+        const std::uint32_t code = j < len && sym < nsym ? tab[sym] : 0u;
+        bad = bad || (j < len && code == 0);
+        bits += code >> 24;
+        if (kDeflate) e[kDeflate ? j : 0] = code;
+      }
+      const std::uint32_t p = m.team_scan(bits);  // chunk bits < 2^32: cs <= 4096 symbols of <= 24 bits
+      if (!kDeflate) {
+        stage(t) = p + bits;  // slice t's bit end
+        m.team_barrier();
+        const std::uint64_t runs_here = (c1 - c * cs - 1) / step + 1, per = step / kSlice;
+        if (static_cast<std::uint64_t>(t) + 1 < runs_here)
+          run_bits(c * (per_chunk - 1) + t) =
+              static_cast<std::uint16_t>(stage((t + 1) * per - 1) - (t ? stage(t * per - 1) : 0u));
+        if (t == 0) offsets(c) = (stage(team - 1) + 31) / 32;
+        if (bad) Kokkos::atomic_fetch_or(&status(0), std::uint32_t(kBadSymbol));
+        continue;
+      }
+      const std::uint64_t w0 = offsets(c), nw = offsets(c + 1) - w0;
+      for (std::uint64_t i = t; i < nw; i += team) stage(i) = 0;
+      m.team_barrier();
+      std::uint32_t o = p / 32;
+      int nbits = static_cast<int>(p % 32);  // zeros standing for earlier bits
+      std::uint64_t acc = 0;
+      for (int j = 0; j < int(kSlice); ++j) {
+        const std::uint32_t code = e[kDeflate ? j : 0];
+        const int l = static_cast<int>(code >> 24);
+        acc = (acc << l) | (code & 0xFFFFFFu);
+        nbits += l;
+        if (nbits >= 32) {
+          nbits -= 32;
+          Kokkos::atomic_fetch_or(&stage(o++), static_cast<std::uint32_t>(acc >> nbits));
+        }
+      }
+      if (nbits > 0 && bits > 0) Kokkos::atomic_fetch_or(&stage(o), static_cast<std::uint32_t>(acc << (32 - nbits)));
+      m.team_barrier();
+      for (std::uint64_t i = t; i < nw; i += team) words(w0 + i) = stage(i);
+    }
+  }
+};
+
+}  // namespace impl
+
 // The two passes (per-chunk bits, scan, deflate) on any backend.
 template <class ExecSpace>
 Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
@@ -481,18 +601,14 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
   KSZ_EXPECTS(runs.per_chunk <= kMaxRuns, "huffman: ", runs.per_chunk, " sub-chunks a chunk exceed ", kMaxRuns);
   const std::uint64_t nchunks = runs.nchunks, cs = chunk_symbols, step = runs.step, per_chunk = runs.per_chunk;
   Encoded<ExecSpace> res;
-  res.run_bits = Kokkos::View<std::uint16_t*, Mem>(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::huffman::run_bits"), runs.stored);
+  res.run_bits = WS::template buffer<std::uint16_t>(ws, WS::kHuffRunBits, runs.stored, "ksz::huffman::run_bits");
   const auto run_bits = res.run_bits;
-  Kokkos::View<std::uint64_t*, Mem> offsets;
-  if (ws) {
-    offsets = ws->template get<std::uint64_t>(WS::kHuffOffsets, nchunks + 1, "ksz::huffman::chunk_offsets");
-    Kokkos::deep_copy(space, offsets, std::uint64_t(0));
-  } else {
-    offsets = Kokkos::View<std::uint64_t*, Mem>("ksz::huffman::chunk_offsets", nchunks + 1);
-  }
+  // Every chunk's count is written before the scan, which never reads entry nchunks.
+  const auto offsets =
+      WS::template buffer<std::uint64_t>(ws, WS::kHuffOffsets, nchunks + 1, "ksz::huffman::chunk_offsets");
   res.chunk_offsets = offsets;
   if (n == 0) {
+    Kokkos::deep_copy(space, offsets, std::uint64_t(0));
     res.words = Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::words", 0);
     return res;
   }
@@ -510,32 +626,9 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
                                                 run_bits.data());
 #endif
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
-  if (!specialized && !host) {
-    // GPUs: a thread per run (runs.total of them rather than nchunks),
-    // reading its symbols 16 bytes at a time; then the chunks' word counts.
-    const auto run_len = ws ? ws->template get<std::uint32_t>(WS::kHuffState, runs.total, "ksz::huffman::run_len")
-                            : Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::run_len", runs.total);
-    Kokkos::parallel_for(
-        "ksz::huffman::run_bits", Policy(space, 0, runs.total), KOKKOS_LAMBDA(const std::uint64_t u) {
-          const impl::RunSpan sp(u, n, cs, step, per_chunk);
-          std::uint32_t run = 0;
-          bool bad = false;
-          impl::for_each_symbol(symbols.data(), sp.s0, sp.s1, [&](const std::uint32_t sym) {
-            const std::uint32_t len = sym < nsym ? enc(sym) >> 24 : 0u;
-            bad = bad || len == 0;
-            run += len;
-          });
-          run_len(u) = run;
-          if (sp.s1 < sp.c1) run_bits(sp.c * (per_chunk - 1) + sp.k) = static_cast<std::uint16_t>(run);
-          if (bad) Kokkos::atomic_fetch_or(&status(0), std::uint32_t(impl::kBadSymbol));
-        });
-    Kokkos::parallel_for(
-        "ksz::huffman::chunk_words", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
-          const std::uint64_t u1 = (c + 1) * per_chunk < runs.total ? (c + 1) * per_chunk : runs.total;
-          std::uint64_t bits = 0;
-          for (std::uint64_t u = c * per_chunk; u < u1; ++u) bits += run_len(u);
-          offsets(c) = (bits + 31) / 32;
-        });
+  const bool staged = !host && impl::staged_fits(cs, step);
+  if (!specialized && staged) {
+    impl::StagedChunks<ExecSpace, false>(symbols, enc, nsym, runs, offsets, run_bits, status, {}).run(space);
   } else if (!specialized) Kokkos::parallel_for(
       "ksz::huffman::chunk_bits", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
         const std::uint64_t s0 = c * cs;
@@ -578,67 +671,8 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
                                    res.n_words))
       return res;
 #endif
-  if (!host) {
-    // GPUs: a team thread per run, its vector lanes (a warp) taking equal
-    // contiguous slices of it; a scan of the slices' bit counts places each
-    // lane's bits. A warp's stores then fall on neighbouring words. A word
-    // a slice shares with its neighbours gets its bits by atomic or (the
-    // bitstream zeroed first), the rest by stores.
-    using TeamPolicy = Kokkos::TeamPolicy<ExecSpace>;
-    constexpr int kLanes = 32, kRunsPerTeam = 8;
-    fill_zero(space, words);
-    const std::uint64_t total = runs.total;
-    Kokkos::parallel_for(
-        "ksz::huffman::deflate_lanes",
-        TeamPolicy(space, static_cast<int>((total + kRunsPerTeam - 1) / kRunsPerTeam), kRunsPerTeam, kLanes),
-        KOKKOS_LAMBDA(const typename TeamPolicy::member_type& team) {
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, kRunsPerTeam), [&](const int r) {
-            const std::uint64_t u = static_cast<std::uint64_t>(team.league_rank()) * kRunsPerTeam + r;
-            if (u >= total) return;
-            const impl::RunSpan sp(u, n, cs, step, per_chunk);
-            const std::uint64_t s0 = sp.s0, s1 = sp.s1;
-            const std::uint64_t start = offsets(sp.c) * 32 + sp.start(run_bits, per_chunk);  // the run's first bit
-            // Slices of a multiple of 8 symbols (16-byte loads where aligned).
-            const std::uint64_t slice = ((s1 - s0 + kLanes - 1) / kLanes + 7) / 8 * 8;
-            Kokkos::parallel_scan(Kokkos::ThreadVectorRange(team, kLanes),
-                                  [&](const int lane, std::uint64_t& bit, const bool final) {
-                                    const std::uint64_t a = s0 + lane * slice < s1 ? s0 + lane * slice : s1;
-                                    const std::uint64_t b = a + slice < s1 ? a + slice : s1;
-                                    if (!final) {
-                                      std::uint64_t bits = 0;
-                                      impl::for_each_symbol(symbols.data(), a, b,
-                                                            [&](const std::uint32_t sym) { bits += enc(sym) >> 24; });
-                                      bit += bits;
-                                      return;
-                                    }
-                                    const std::uint64_t p = start + bit;
-                                    std::uint64_t w = p / 32, acc = 0;
-                                    int nbits = static_cast<int>(p % 32);  // zeros standing for earlier bits
-                                    bool first = true;
-                                    std::uint64_t bits = 0;
-                                    impl::for_each_symbol(symbols.data(), a, b, [&](const std::uint32_t sym) {
-                                      const std::uint32_t e = enc(sym);
-                                      const int len = static_cast<int>(e >> 24);
-                                      bits += static_cast<std::uint64_t>(len);
-                                      acc = (acc << len) | (e & 0xFFFFFFu);
-                                      nbits += len;
-                                      if (nbits >= 32) {
-                                        nbits -= 32;
-                                        const std::uint32_t v = static_cast<std::uint32_t>(acc >> nbits);
-                                        if (first && p % 32 != 0)
-                                          Kokkos::atomic_fetch_or(&words(w), v);
-                                        else
-                                          words(w) = v;
-                                        first = false;
-                                        ++w;
-                                      }
-                                    });
-                                    if (nbits > 0 && b > a)
-                                      Kokkos::atomic_fetch_or(&words(w), static_cast<std::uint32_t>(acc << (32 - nbits)));
-                                    bit += bits;
-                                  });
-          });
-        });
+  if (staged) {
+    impl::StagedChunks<ExecSpace, true>(symbols, enc, nsym, runs, offsets, run_bits, status, words).run(space);
     return res;
   }
   Kokkos::parallel_for(
