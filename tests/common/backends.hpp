@@ -5,6 +5,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "cuda_specializations/cuda_specializations.hpp"
+
 namespace ksz::test {
 using ExecSpaces = ::testing::Types<
 #ifdef KOKKOS_ENABLE_CUDA
@@ -17,6 +19,12 @@ using ExecSpaces = ::testing::Types<
     Kokkos::Serial
 #endif
     >;
+
+// Turns the CUDA specializations back on when a test that compares the two
+// paths (cuda_spec::set_enabled) leaves, however it leaves.
+struct SpecGuard {
+  ~SpecGuard() { cuda_spec::set_enabled(true); }
+};
 
 struct ExecSpaceName {
   template <class T>

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "tests/common/backends.hpp"
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/histogram/histogram.hpp"
 #include "portable/lossless/lossless.hpp"
@@ -18,9 +19,6 @@ namespace {
 
 #if defined(KSZ_HAVE_CUDA)
 
-struct SpecGuard {  // restores the switch whatever a test does
-  ~SpecGuard() { cuda_spec::set_enabled(true); }
-};
 
 template <class T>
 void expect_same_as_portable(const std::vector<T>& field, const Dims& dims, Options opt, const std::string& what) {

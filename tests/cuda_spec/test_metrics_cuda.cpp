@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/backends.hpp"
 #include "cuda_specializations/metrics_cuda.hpp"
 #include "portable/metrics/metrics.hpp"
 #include "src/api/quality.hpp"
@@ -26,9 +27,6 @@ namespace {
 using metrics::impl::P1Acc;
 using Mem = Kokkos::CudaSpace;
 
-struct SpecGuard {  // restores the switch whatever a test does
-  ~SpecGuard() { cuda_spec::set_enabled(true); }
-};
 
 struct Case {
   std::uint64_t n;

@@ -368,9 +368,6 @@ std::vector<bool> spec_settings() {
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible;
   return host ? std::vector<bool>{true} : std::vector<bool>{true, false};
 }
-struct SpecRestore {
-  ~SpecRestore() { ksz::cuda_spec::set_enabled(true); }
-};
 
 // Encodes, checks the bits against the host reference, decodes and compares.
 template <class Space>
@@ -382,7 +379,7 @@ Stream round_trip(const std::vector<u16>& sym, const Codebook& book, u32 cs) {
   std::vector<u64> ro;
   reference_encode(sym, book, cs, rw, ro);
   Stream s;
-  SpecRestore restore;
+  ksz::test::SpecGuard restore;
   for (const bool spec : spec_settings<Space>()) {
     ksz::cuda_spec::set_enabled(spec);
     const std::string where = "n=" + std::to_string(sym.size()) + " cs=" + std::to_string(cs) + (spec ? "" : " portable");
@@ -684,7 +681,7 @@ RunStream round_trip_runs(const std::vector<u16>& sym, const Codebook& book, u32
   std::vector<u64> ro;
   reference_encode(sym, book, cs, rw, ro);
   RunStream s;
-  SpecRestore restore;
+  ksz::test::SpecGuard restore;
   for (const bool spec : spec_settings<Space>()) {
     ksz::cuda_spec::set_enabled(spec);
     const auto enc = ksz::huffman::encode(space, dsym, dbook, cs, nullptr, sub);

@@ -1,7 +1,8 @@
 // Chunked canonical Huffman encode ("deflate") and decode ("inflate") on any
 // Kokkos execution space (cusz-2020 section III-C, "Encoding and Deflating",
-// "Decompression"). Coarse-grained: one thread per chunk; each chunk starts on
-// a fresh 32-bit word, which makes chunks independently decodable.
+// "Decompression"). Each chunk starts on a fresh 32-bit word, which makes
+// chunks independently decodable. Host backends code a chunk a thread; GPUs
+// encode a chunk a team (impl::StagedChunks) and decode a run a thread.
 //
 // Bitstream: a chunk's codes are packed MSB-first into uint32 words, the last
 // word zero-padded; chunk c occupies words [chunk_offsets[c], chunk_offsets[c+1]).
