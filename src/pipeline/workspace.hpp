@@ -72,9 +72,14 @@ class Workspace {
         return Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
       auto& buf = m_ws.m_buf[slot];
       const std::size_t bytes = n * sizeof(T);
-      if (buf.extent(0) < bytes)
+      if (buf.extent(0) < bytes) {
+        // Exact the first time (peak memory of a single call); a slot that
+        // has to grow gets room to grow a little more.
+        const std::size_t room = buf.extent(0) ? bytes + bytes / 8 : bytes;
+        buf = Kokkos::View<unsigned char*, Mem>();  // the old buffer goes first
         buf = Kokkos::View<unsigned char*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)),
-                                                bytes + bytes / 8);  // room to grow a little
+                                                room);
+      }
       return Kokkos::View<T*, Mem>(reinterpret_cast<T*>(buf.data()), n);  // unmanaged alias
     }
 
