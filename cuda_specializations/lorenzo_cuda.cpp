@@ -792,18 +792,19 @@ bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, co
   if (n == 0) return false;
   const Geo3 g{s.n0, s.n1, s.n2, (s.n0 + 15) / 16, (s.n1 + 15) / 16, (s.n2 + 15) / 16};
   const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
-  Kokkos::View<unsigned long long*, Kokkos::CudaSpace> z(std::string("ksz::inverse_zeros"), 1);
+  const HostResult slot;  // the count: its device scratch, then its host word (no allocation a call)
+  auto* const z = static_cast<unsigned long long*>(slot.scratch());
   cudaStream_t st = space.cuda_stream();
+  check(cudaMemsetAsync(z, 0, sizeof(unsigned long long), st), "inverse zeros reset");
   const std::uint64_t blocks_cap = std::uint64_t(sm_count()) * 8;
   const int blocks = static_cast<int>(nchunks < blocks_cap ? nchunks : blocks_cap);
   inverse3d_kernel<T><<<blocks, kRows, 0, st>>>(codes, oidx, oval, n_out, g, aligned16(codes), aligned16(out), radius,
-                                                step, out,
-                                                z.data());
+                                                step, out, z);
   check(cudaGetLastError(), "inverse3d_kernel");
-  unsigned long long hz = 0;
-  check(cudaMemcpyAsync(&hz, z.data(), sizeof(hz), cudaMemcpyDeviceToHost, st), "inverse zeros copy");
+  check(cudaMemcpyAsync(slot.device<unsigned long long>(), z, sizeof(unsigned long long), cudaMemcpyDefault, st),
+        "inverse zeros copy");
   check(cudaStreamSynchronize(st), "inverse3d sync");
-  zeros = hz;
+  zeros = slot.host<unsigned long long>()[0];
   return true;
 }
 

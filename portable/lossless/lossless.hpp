@@ -629,11 +629,14 @@ struct CodedBound {
 // level with at least one nonzero byte per 8 nonzero units: at least
 // nz * unit + ceil(nz / 8) bytes, or its raw length when that is less; the
 // payload adds kHeaderBytes and 4 bytes per block. Nonzero units are counted
-// exactly per block and the bound summed, on the device.
+// exactly per block and the bound summed, on the device (in the workspace's
+// scalar slot with ws).
 template <class ExecSpace>
 std::uint64_t coded_lower_bound(const ExecSpace& space,
                                 Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words,
-                                Method method, int log2_block = kLog2BlockDefault) {
+                                Method method, int log2_block = kLog2BlockDefault,
+                                typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
+  using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
   const std::uint64_t n_words = words.extent(0), n = n_words * 4;
   KSZ_EXPECTS(log2_block >= kLog2BlockMin && log2_block <= kLog2BlockMax, "lossless: block size 2^", log2_block,
               " out of range");
@@ -653,7 +656,8 @@ std::uint64_t coded_lower_bound(const ExecSpace& space,
   // atomically (no team reduction).
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
   constexpr int per_team = host ? 1 : 8;
-  const Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> sum("ksz::lossless::bound", 1);
+  const auto sum = WS::template buffer<std::uint64_t>(ws, WS::kScalar, 1, "ksz::lossless::bound");
+  Kokkos::deep_copy(space, sum, std::uint64_t(0));
   Kokkos::parallel_for("ksz::lossless::count_nonzero",
                        Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>((nb + per_team - 1) / per_team), per_team,
                                                      impl::block_lanes<ExecSpace>()),
@@ -672,9 +676,10 @@ std::uint64_t coded_lower_bound(const ExecSpace& space,
 template <class ExecSpace>
 bool cannot_shrink(const ExecSpace& space,
                    Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> words, Method method,
-                   int log2_block = kLog2BlockDefault) {
+                   int log2_block = kLog2BlockDefault,
+                   typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   const std::uint64_t n = words.extent(0) * 4;
-  return n == 0 || coded_lower_bound<ExecSpace>(space, words, method, log2_block) >= n;
+  return n == 0 || coded_lower_bound<ExecSpace>(space, words, method, log2_block, ws) >= n;
 }
 
 // Decodes a payload already in ExecSpace's memory into `out`, which must hold

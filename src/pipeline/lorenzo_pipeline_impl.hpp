@@ -309,7 +309,8 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
                                                  {geo.n0, geo.n1, geo.n2, geo.c0, geo.c1, geo.c2}, radius, step,
                                                  out.data(), zeros);
 #endif
-  if (!inverted) zeros = lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, oi, ov, radius, step, out);
+  if (!inverted)
+    zeros = lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, oi, ov, radius, step, out, &ws);
   // Outliers are exactly the code-0 positions: same count, every index a 0.
   KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);

@@ -310,7 +310,7 @@ std::vector<std::uint8_t> words_segment(const ExecSpace& space,
   const bool attempt = pass != LosslessId::None && n_words > 0 &&
                        !lossless::cannot_shrink<ExecSpace>(
                            space, Kokkos::subview(words, std::make_pair(std::uint64_t(0), n_words)),
-                           static_cast<lossless::Method>(pass), lossless::kLog2BlockDefault);
+                           static_cast<lossless::Method>(pass), lossless::kLog2BlockDefault, ws);
   lossless::Encoded<ExecSpace> enc;
   if (attempt) {
     const Kokkos::View<const std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(

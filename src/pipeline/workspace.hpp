@@ -51,6 +51,7 @@ class Workspace {
     kOutlierSplit,     // its outlier list when verbatim elements are split off the code-0 list
     kBitGroups,        // outliers::list_bits' counts per group of words
     kTicket,           // a 32-bit work counter (native atomics on every GPU)
+    kScalar,           // a stage's one-off device count or sum (the inverse's zero codes, the lossless bound)
     kSlots
   };
 

@@ -540,7 +540,7 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
 // where the code is 0) and the step. The residuals sit at their positions in
 // `dense`, or, where dense is empty, in the sparse increasing list (oidx,
 // oval). Returns the number of zero codes (the caller checks it against the
-// outlier count).
+// outlier count). With ws, its counter is the workspace's (no allocation).
 template <class ExecSpace, class T>
 std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo,
                                      Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
@@ -548,8 +548,10 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
                                      Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> oidx,
                                      Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> oval,
                                      std::uint32_t radius, double step,
-                                     Kokkos::View<T*, typename ExecSpace::memory_space> out) {
+                                     Kokkos::View<T*, typename ExecSpace::memory_space> out,
+                                     typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
   using F = impl::ReconstructDequantize<ExecSpace, T>;
+  using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
   const impl::ChunkGrid cg(geo);
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
   const F f{cg, FastDiv(geo.c0), FastDiv(geo.c1), geo, codes, dense, oidx, oval, radius, step, out};
@@ -560,7 +562,8 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
     Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 6>> policy(space, static_cast<int>(cg.chunks()),
                                                                       impl::team_size<ExecSpace>());
     policy.set_scratch_size(0, Kokkos::PerTeam(Q::scratch_bytes(cg)));
-    const Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> z("ksz::inverse_zeros", 1);
+    const auto z = WS::template buffer<std::uint64_t>(ws, WS::kScalar, 1, "ksz::inverse_zeros");
+    Kokkos::deep_copy(space, z, std::uint64_t(0));
     Kokkos::parallel_for(
         "ksz::lorenzo::reconstruct_quads", policy,
         Q{f, geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0, z});
