@@ -706,7 +706,8 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename E
   using WS = pipeline::Workspace<Mem>;
   const Kokkos::View<std::uint64_t*, Mem> offsets =
       WS::template buffer<std::uint64_t>(ws, WS::kLosslessSizes, nb + 1, "ksz::lossless::offsets");
-  Kokkos::View<std::uint32_t*, Mem> status("ksz::lossless::status", 1);
+  const auto status = WS::template buffer<std::uint32_t>(ws, WS::kScalar, 1, "ksz::lossless::status");
+  Kokkos::deep_copy(space, status, std::uint32_t(0));
   Kokkos::parallel_scan("ksz::lossless::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nb + 1),
                         impl::BlockOffsets<ExecSpace>{payload, offsets, status, n, nb, info.log2_block});
   std::uint64_t total = 0;

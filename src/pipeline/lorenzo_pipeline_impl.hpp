@@ -128,19 +128,11 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     space.fence();
     timer.mark("histogram");
   }
-  const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
-  const huffman::DeviceCodebook<ExecSpace> dbook(
-      book, space,
-      ws.template get<std::uint32_t>(Workspace<Mem>::kHuffTables,
-                                     huffman::DeviceCodebook<ExecSpace>::room_words(nsym), "ksz::huffman::tables"));
-  timer.mark("codebook");
-
-  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws, opt.huffman_subchunk,
-                                              huffman::words_bound(hist_h.data(), book, n, opt.huffman_chunk));
-  timer.mark("huffman encode");
-
-  // Sparse lists by prefix-scan compaction (increasing order on every
-  // backend); their sizes are already known, so empty lists cost nothing.
+  // Outlier and verbatim lists and values before the codebook: on GPUs their
+  // kernels run while the host builds it (no fence between them), hence one
+  // stage, "outliers+codebook". Lists not made by a fused kernel come from a
+  // prefix-scan compaction (increasing order on every backend); their sizes
+  // are already known, so empty lists cost nothing.
   const std::uint64_t n_outliers = hist_h(0);
   KSZ_EXPECTS(!have_lists || out_idx.extent(0) == n_outliers, "internal: outlier list and histogram disagree");
   if (n_outliers && !have_lists)
@@ -162,8 +154,8 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   }
   const lorenzo::Geometry geo = g;
   const Kokkos::View<const std::int32_t*, Mem> qc = q;
-  Kokkos::View<std::int32_t*, Mem> out_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::outlier_value"),
-                                           out_idx.extent(0));
+  const Kokkos::View<std::int32_t*, Mem> out_val =
+      ws.template get<std::int32_t>(Workspace<Mem>::kOutlierValues, out_idx.extent(0), "ksz::outlier_value");
   if (fused) {  // no q array: pre-quantize the few neighbours again
     const lorenzo::PrequantOf<Kokkos::View<const T*, Mem>> qf{in, qp};
     Kokkos::parallel_for(
@@ -174,12 +166,21 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
         "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
         KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = lorenzo::residual(geo, qc, out_idx(j)); });
   }
-  Kokkos::View<T*, Mem> verb_val(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::verbatim_value"),
-                                 verb_idx.extent(0));
+  const Kokkos::View<T*, Mem> verb_val =
+      ws.template get<T>(Workspace<Mem>::kVerbatimValues, verb_idx.extent(0), "ksz::verbatim_value");
   Kokkos::parallel_for(
       "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_idx.extent(0)),
       KOKKOS_LAMBDA(const std::uint64_t j) { verb_val(j) = in(verb_idx(j)); });
-  timer.mark("outliers");
+  const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
+  const huffman::DeviceCodebook<ExecSpace> dbook(
+      book, space,
+      ws.template get<std::uint32_t>(Workspace<Mem>::kHuffTables,
+                                     huffman::DeviceCodebook<ExecSpace>::room_words(nsym), "ksz::huffman::tables"));
+  timer.mark("outliers+codebook");
+
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws, opt.huffman_subchunk,
+                                              huffman::words_bound(hist_h.data(), book, n, opt.huffman_chunk));
+  timer.mark("huffman encode");
 
   // Segments to the host, then the container.
   LosslessId pass = LosslessId::None;

@@ -52,6 +52,8 @@ class Workspace {
     kBitGroups,        // outliers::list_bits' counts per group of words
     kTicket,           // a 32-bit work counter (native atomics on every GPU)
     kScalar,           // a stage's one-off device count or sum (the inverse's zero codes, the lossless bound)
+    kOutlierValues,    // the Lorenzo compressor's outlier residuals
+    kVerbatimValues,   // and verbatim values
     kSlots
   };
 
