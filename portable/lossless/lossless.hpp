@@ -656,8 +656,7 @@ std::uint64_t coded_lower_bound(const ExecSpace& space,
   // atomically (no team reduction).
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
   constexpr int per_team = host ? 1 : 8;
-  const auto sum = WS::template buffer<std::uint64_t>(ws, WS::kScalar, 1, "ksz::lossless::bound");
-  Kokkos::deep_copy(space, sum, std::uint64_t(0));
+  const auto sum = WS::template zeroed<std::uint64_t>(space, ws, WS::kScalar, 1, "ksz::lossless::bound");
   Kokkos::parallel_for("ksz::lossless::count_nonzero",
                        Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>((nb + per_team - 1) / per_team), per_team,
                                                      impl::block_lanes<ExecSpace>()),
@@ -706,8 +705,7 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint8_t*, typename E
   using WS = pipeline::Workspace<Mem>;
   const Kokkos::View<std::uint64_t*, Mem> offsets =
       WS::template buffer<std::uint64_t>(ws, WS::kLosslessSizes, nb + 1, "ksz::lossless::offsets");
-  const auto status = WS::template buffer<std::uint32_t>(ws, WS::kScalar, 1, "ksz::lossless::status");
-  Kokkos::deep_copy(space, status, std::uint32_t(0));
+  const auto status = WS::template zeroed<std::uint32_t>(space, ws, WS::kScalar, 1, "ksz::lossless::status");
   Kokkos::parallel_scan("ksz::lossless::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nb + 1),
                         impl::BlockOffsets<ExecSpace>{payload, offsets, status, n, nb, info.log2_block});
   std::uint64_t total = 0;

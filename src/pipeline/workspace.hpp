@@ -99,6 +99,14 @@ class Workspace {
               : Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
   }
 
+  // buffer(), zeroed on space (asynchronously): a stage's counter or status word.
+  template <class T, class ExecSpace>
+  static Kokkos::View<T*, Mem> zeroed(const ExecSpace& space, Lease* ws, Slot slot, std::size_t n, const char* label) {
+    const Kokkos::View<T*, Mem> v = buffer<T>(ws, slot, n, label);
+    Kokkos::deep_copy(space, v, T(0));
+    return v;
+  }
+
   // Bytes currently held (reported by benchmarks as part of peak memory).
   static std::size_t held_bytes() {
     std::size_t b = 0;

@@ -286,12 +286,8 @@ struct InflateRun {
 template <class ExecSpace>
 Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> zeroed_status(
     const ExecSpace& space, typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws) {
-  using Mem = typename ExecSpace::memory_space;
-  if (!ws) return Kokkos::View<std::uint32_t*, Mem>("ksz::huffman::status", 1);
-  const auto status =
-      ws->template get<std::uint32_t>(pipeline::Workspace<Mem>::kHuffStatus, 1, "ksz::huffman::status");
-  Kokkos::deep_copy(space, status, std::uint32_t(0));
-  return status;
+  using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
+  return WS::template zeroed<std::uint32_t>(space, ws, WS::kHuffStatus, 1, "ksz::huffman::status");
 }
 
 }  // namespace impl
@@ -825,8 +821,7 @@ void decode(const ExecSpace& space, Kokkos::View<const std::uint32_t*, typename 
       const std::uint64_t resident = static_cast<std::uint64_t>(space.concurrency()) / T;
       const std::uint64_t league = std::max<std::uint64_t>(1, std::min(batches, resident));  // fewer may be resident
       const std::uint64_t rounds = (step + kStage - 1) / kStage;
-      const auto ticket = WS::template buffer<std::uint32_t>(ws, WS::kTicket, 1, "ksz::ticket");
-      Kokkos::deep_copy(space, ticket, std::uint32_t(0));
+      const auto ticket = WS::template zeroed<std::uint32_t>(space, ws, WS::kTicket, 1, "ksz::ticket");
       Policy policy(space, static_cast<int>(league), static_cast<int>(T));
       policy.set_scratch_size(0, Kokkos::PerTeam(ScratchM::shmem_size(lut_n) + ScratchM::shmem_size(T) +
                                                  ScratchU::shmem_size(T) + ScratchU::shmem_size(1) +

@@ -218,6 +218,11 @@ struct alignas(4 * sizeof(T)) Quad4 {  // four input values, one aligned load
 // c1), in box at field index origin: its place in the chunk (row = y + c1 z),
 // its first element's field index, and how many of its elements lie in the
 // field (0: none).
+// Elements of the quad at x offset lx of a row inside the box (0 to 4).
+KOKKOS_INLINE_FUNCTION std::uint32_t quad_valid(const ChunkBox& box, std::uint32_t lx) {
+  return lx < box.e0 ? (box.e0 - lx < 4 ? box.e0 - lx : 4) : 0;
+}
+
 struct QuadAt {
   std::uint32_t lx, ly, lz, row, valid;
   std::uint64_t i;
@@ -227,7 +232,7 @@ struct QuadAt {
     lx = 4 * (qi - row * qrow);
     lz = div1.div(row);
     ly = row - lz * div1.d;
-    valid = (lx < box.e0 && ly < box.e1 && lz < box.e2) ? (box.e0 - lx < 4 ? box.e0 - lx : 4) : 0;
+    valid = ly < box.e1 && lz < box.e2 ? quad_valid(box, lx) : 0;
     i = origin + lx + n0 * ly + plane_n * lz;
   }
 };
@@ -494,7 +499,7 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
       std::uint32_t run = 0;
       for (std::uint32_t qx = 0; qx < qrow; ++qx) {
         const std::uint32_t lx = 4 * qx;
-        const std::uint32_t valid = lx < box.e0 ? (box.e0 - lx < 4 ? box.e0 - lx : 4) : 0;
+        const std::uint32_t valid = quad_valid(box, lx);
         const std::uint64_t i = r0 + lx;
         std::uint32_t c[4] = {radius, radius, radius, radius};  // radius: residual 0
         if (valid == 4 && vec_codes) {
@@ -562,8 +567,7 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
     Kokkos::TeamPolicy<ExecSpace, Kokkos::LaunchBounds<256, 6>> policy(space, static_cast<int>(cg.chunks()),
                                                                       impl::team_size<ExecSpace>());
     policy.set_scratch_size(0, Kokkos::PerTeam(Q::scratch_bytes(cg)));
-    const auto z = WS::template buffer<std::uint64_t>(ws, WS::kScalar, 1, "ksz::inverse_zeros");
-    Kokkos::deep_copy(space, z, std::uint64_t(0));
+    const auto z = WS::template zeroed<std::uint64_t>(space, ws, WS::kScalar, 1, "ksz::inverse_zeros");
     Kokkos::parallel_for(
         "ksz::lorenzo::reconstruct_quads", policy,
         Q{f, geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0, z});
