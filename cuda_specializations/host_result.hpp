@@ -68,6 +68,23 @@ class HostResult {
   // kScratchBytes of device memory, contents undefined at the start of a call.
   void* scratch() const { return m_slot.scratch; }
 
+  // A count kernels on stream st add to: the scratch's first word, zeroed on
+  // st. read_counter() then returns it once st's work so far is done (it
+  // synchronizes st): no allocation and no pageable copy a call.
+  unsigned long long* zeroed_counter(cudaStream_t st) const {
+    auto* const c = static_cast<unsigned long long*>(m_slot.scratch);
+    const cudaError_t e = cudaMemsetAsync(c, 0, sizeof(unsigned long long), st);
+    KSZ_EXPECTS(e == cudaSuccess, "CUDA error in cudaMemsetAsync: ", cudaGetErrorString(e));
+    return c;
+  }
+  unsigned long long read_counter(cudaStream_t st) const {
+    cudaError_t e = cudaMemcpyAsync(device<unsigned long long>(), m_slot.scratch, sizeof(unsigned long long),
+                                    cudaMemcpyDefault, st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    KSZ_EXPECTS(e == cudaSuccess, "CUDA error reading a counter back: ", cudaGetErrorString(e));
+    return host<unsigned long long>()[0];
+  }
+
  private:
   struct Slot {
     void* host = nullptr;

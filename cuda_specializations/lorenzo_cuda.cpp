@@ -792,19 +792,14 @@ bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, co
   if (n == 0) return false;
   const Geo3 g{s.n0, s.n1, s.n2, (s.n0 + 15) / 16, (s.n1 + 15) / 16, (s.n2 + 15) / 16};
   const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
-  const HostResult slot;  // the count: its device scratch, then its host word (no allocation a call)
-  auto* const z = static_cast<unsigned long long*>(slot.scratch());
+  const HostResult slot;  // the zero-code count
   cudaStream_t st = space.cuda_stream();
-  check(cudaMemsetAsync(z, 0, sizeof(unsigned long long), st), "inverse zeros reset");
   const std::uint64_t blocks_cap = std::uint64_t(sm_count()) * 8;
   const int blocks = static_cast<int>(nchunks < blocks_cap ? nchunks : blocks_cap);
   inverse3d_kernel<T><<<blocks, kRows, 0, st>>>(codes, oidx, oval, n_out, g, aligned16(codes), aligned16(out), radius,
-                                                step, out, z);
+                                                step, out, slot.zeroed_counter(st));
   check(cudaGetLastError(), "inverse3d_kernel");
-  check(cudaMemcpyAsync(slot.device<unsigned long long>(), z, sizeof(unsigned long long), cudaMemcpyDefault, st),
-        "inverse zeros copy");
-  check(cudaStreamSynchronize(st), "inverse3d sync");
-  zeros = slot.host<unsigned long long>()[0];
+  zeros = slot.read_counter(st);
   return true;
 }
 

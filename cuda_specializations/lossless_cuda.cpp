@@ -62,15 +62,11 @@ bool lossless_coded_bytes(const Kokkos::Cuda& space, const std::uint32_t* words,
   if (nb > 0x7FFFFFFFull) return false;
   const bool vec = wpb % 4 == 0 && reinterpret_cast<std::uintptr_t>(words) % 16 == 0;
   const HostResult slot;
-  auto* total = static_cast<unsigned long long*>(slot.scratch());
   cudaStream_t st = space.cuda_stream();
-  check(cudaMemsetAsync(total, 0, sizeof(unsigned long long), st), "coded bound reset");
-  coded_bound_kernel<<<static_cast<unsigned>(nb), kThreads, 0, st>>>(words, n_words, wpb, bytes, vec, total);
+  coded_bound_kernel<<<static_cast<unsigned>(nb), kThreads, 0, st>>>(words, n_words, wpb, bytes, vec,
+                                                                      slot.zeroed_counter(st));
   check(cudaGetLastError(), "coded_bound_kernel");
-  check(cudaMemcpyAsync(slot.device<unsigned long long>(), total, sizeof(unsigned long long), cudaMemcpyDefault, st),
-        "coded bound copy");
-  check(cudaStreamSynchronize(st), "coded bound sync");
-  coded = slot.host<unsigned long long>()[0];
+  coded = slot.read_counter(st);
   return true;
 }
 

@@ -490,7 +490,6 @@ struct BlockOffsets {
   }
 };
 
-
 }  // namespace impl
 
 template <class ExecSpace>
@@ -577,10 +576,7 @@ struct CodedBound {
 
   // Nonzero bytes of w (ZeroBytes) or whether w is nonzero (ZeroWords).
   KOKKOS_INLINE_FUNCTION std::uint32_t nonzero_units(const std::uint32_t w) const {
-    if (!bytes) return w != 0 ? 1u : 0u;
-    // High bit of each zero byte of w, then their count.
-    const std::uint32_t z = ~(((w & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | w | 0x7F7F7F7Fu);
-    return 4u - ((((z >> 7) & 0x01010101u) * 0x01010101u) >> 24);
+    return bytes ? static_cast<std::uint32_t>(popcount32(nonzero_bytes(w))) : (w != 0 ? 1u : 0u);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& t) const {

@@ -214,15 +214,15 @@ struct alignas(4 * sizeof(T)) Quad4 {  // four input values, one aligned load
   T v[4];
 };
 
-// Quad qi of a chunk whose rows hold qrow quads (divq divides by qrow, div1 by
-// c1), in box at field index origin: its place in the chunk (row = y + c1 z),
-// its first element's field index, and how many of its elements lie in the
-// field (0: none).
 // Elements of the quad at x offset lx of a row inside the box (0 to 4).
 KOKKOS_INLINE_FUNCTION std::uint32_t quad_valid(const ChunkBox& box, std::uint32_t lx) {
   return lx < box.e0 ? (box.e0 - lx < 4 ? box.e0 - lx : 4) : 0;
 }
 
+// Quad qi of a chunk whose rows hold qrow quads (divq divides by qrow, div1 by
+// c1), in box at field index origin: its place in the chunk (row = y + c1 z),
+// its first element's field index, and how many of its elements lie in the
+// field (0: none).
 struct QuadAt {
   std::uint32_t lx, ly, lz, row, valid;
   std::uint64_t i;
