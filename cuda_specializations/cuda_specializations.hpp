@@ -10,8 +10,8 @@
 //    shared memory (prediction never crosses a chunk), counts the hot bins
 //    around the center in registers and the rest in a shared histogram
 //    (cusz-i section VI-A), one flush per block. The q array disappears.
-//  - lorenzo_fused_compress3d / lorenzo_inverse3d: the 3D shape of the above
-//    and of the decompressor's inverse, a thread per x-row of a 16^3 chunk.
+//  - lorenzo_fused_compress3d: the 3D shape of the above, a thread per quad of
+//    four x-neighbours of a 16^3 chunk.
 //  - huffman_chunk_bits / huffman_deflate: a block per chunk, each thread a
 //    contiguous run of symbols read with 16-byte loads, bit offsets by a block
 //    scan, the chunk assembled in shared memory and written out coalesced;
@@ -93,16 +93,6 @@ bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const Lore
                               const quantize::QuantParams& qp, std::uint32_t radius, std::uint16_t* codes,
                               std::uint64_t* hist, FusedLists& lists,
                               pipeline::Workspace<Kokkos::CudaSpace>::Lease& ws);
-
-// Lorenzo inverse + dequantization for 16^3 chunks, as
-// lorenzo::reconstruct_dequantize computes it (zeros = number of code-0
-// elements), reading outlier residuals from the increasing index list
-// (oidx, oval: n_out entries) instead of a dense array. False (nothing done)
-// unless the chunks are 16^3.
-template <class T>
-bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, const std::uint64_t* oidx,
-                       const std::int32_t* oval, std::uint64_t n_out, const LorenzoShape& shape,
-                       std::uint32_t radius, double step, T* out, std::uint64_t& zeros);
 
 // offsets[c] = words of chunk c; status |= 1 on a symbol without code. With
 // sub > 0 (huffman::Runs::step when runs are stored), run_bits gets the bit

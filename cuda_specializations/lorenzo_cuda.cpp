@@ -293,29 +293,24 @@ bool lorenzo_fused_compress(const Kokkos::Cuda& space, const T* in, const Lorenz
 // instruction covers eight whole 64-byte rows (measured on an H200 for
 // 512 MiB of stores: 0.18 ms this way, 1.07 ms with a thread per row and
 // 2.06 ms with scalar stores down a row: perf/probe/store_patterns.cu).
-// The x-direction of the predictor (and of its inverse) is done in the quad
-// and across the four lanes by shuffles; y and z go through a shared tile
-// (the compressor's: 16-word rows with a zero border, 16-byte accesses; the
-// inverse's: rows padded to 17 words). Prediction identity: with r = q - q(x-1) the
-// x-differences, the 3D Lorenzo residual is r - r(y-1) - r(z-1) +
-// r(y-1,z-1), all mod 2^32, equal to lorenzo::residual term by term.
+// The x-direction of the predictor is done in the quad and across the four
+// lanes by shuffles; y and z go through a shared tile (16-word rows with a
+// zero border, 16-byte accesses). Prediction identity: with r = q - q(x-1)
+// the x-differences, the 3D Lorenzo residual is r - r(y-1) - r(z-1) +
+// r(y-1,z-1), all mod 2^32, equal to lorenzo::residual term by term. The
+// decompressor's inverse has no specialization: the portable
+// lorenzo::impl::ReconstructQuads, in the same quad shape, measured faster
+// than the kernel that was here (0.53 against 0.62 ms at 512^3 on an H200).
 
 namespace {
 
 constexpr int kRowLen = 16;
-constexpr int kRowPad = 17;
 constexpr int kRows = 256;                 // threads a chunk, and rows of a chunk
 constexpr std::uint32_t kMaxBins3 = 4096;  // shared histogram of the 3D path (16 KiB)
 
 struct Geo3 {
   std::uint64_t n0, n1, n2;
   std::uint64_t k0, k1, k2;  // chunks along each dimension
-};
-
-struct Quad {
-  std::uint64_t base;  // global index of the quad's first element
-  int row, q;          // row of the chunk (y + 16 z) and quad within it
-  int valid;           // elements of the quad inside the field, 0..4
 };
 
 // A chunk's origin, decomposed once per chunk (64-bit div/mod is dozens of
@@ -327,32 +322,6 @@ struct ChunkAt {
 __device__ __forceinline__ ChunkAt chunk_at(const Geo3& g, std::uint64_t ch) {
   const std::uint64_t t = ch / g.k0, cz = t / g.k1;
   return ChunkAt{(ch - t * g.k0) * kRowLen, (t - cz * g.k1) * kRowLen, cz * kRowLen};
-}
-
-__device__ __forceinline__ Quad quad_of(const Geo3& g, const ChunkAt& c, int j) {
-  Quad Q;
-  Q.row = j >> 2;
-  Q.q = j & 3;
-  const std::uint64_t x = c.x0 + 4 * Q.q, y = c.y0 + (Q.row & 15), z = c.z0 + (Q.row >> 4);
-  Q.base = x + g.n0 * (y + g.n1 * z);
-  Q.valid = (y < g.n1 && z < g.n2 && x < g.n0) ? static_cast<int>(g.n0 - x < 4 ? g.n0 - x : 4) : 0;
-  return Q;
-}
-
-template <class T>
-__device__ __forceinline__ void store_quad(T* __restrict__ out, const Quad& Q, bool aligned, const T v[4]) {
-  if (aligned && Q.valid == 4 && (Q.base * sizeof(T)) % 16 == 0) {
-    if constexpr (sizeof(T) == 4) {
-      *reinterpret_cast<float4*>(out + Q.base) = make_float4(v[0], v[1], v[2], v[3]);
-    } else {
-      reinterpret_cast<double2*>(out + Q.base)[0] = make_double2(v[0], v[1]);
-      reinterpret_cast<double2*>(out + Q.base)[1] = make_double2(v[2], v[3]);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (i < Q.valid) out[Q.base + i] = v[i];
-  }
 }
 
 // Appends the flagged elements (bits of mask, at base + bit) to list with one
@@ -598,101 +567,6 @@ __global__ void __launch_bounds__(kRows)
     if (lh[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(lh[b]));
 }
 
-// The residual of outlier element i: a binary search of the increasing index
-// list (outliers are rare; this replaces a dense n-element scatter array).
-// 0 when i is not listed: the caller's count checks then reject the stream.
-__device__ __forceinline__ std::int32_t outlier_at(const std::uint64_t* __restrict__ idx,
-                                                   const std::int32_t* __restrict__ val, std::uint64_t count,
-                                                   std::uint64_t i) {
-  std::uint64_t lo = 0, hi = count;
-  while (lo < hi) {
-    const std::uint64_t mid = lo + (hi - lo) / 2;
-    if (idx[mid] < i)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo < count && idx[lo] == i ? val[lo] : 0;
-}
-
-template <class T>
-__global__ void __launch_bounds__(kRows)
-    inverse3d_kernel(const std::uint16_t* __restrict__ codes, const std::uint64_t* __restrict__ oidx,
-                     const std::int32_t* __restrict__ oval, std::uint64_t n_out, Geo3 g,
-                     bool aligned_codes, bool aligned_out, std::uint32_t radius, double step, T* __restrict__ out,
-                     unsigned long long* __restrict__ zeros) {
-  __shared__ std::uint32_t s[kRows * kRowPad];
-  const int t = threadIdx.x;
-  const int cx = t & 15, cw = t >> 4;  // column walks: x and the other in-chunk index
-  std::uint32_t zc = 0;
-  const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
-  for (std::uint64_t ch = blockIdx.x; ch < nchunks; ch += gridDim.x) {
-    const ChunkAt cpos = chunk_at(g, ch);
-    __syncthreads();  // the previous chunk's tile is consumed
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const Quad Q = quad_of(g, cpos, t + kRows * m);
-      std::uint32_t c[4];
-      if (aligned_codes && Q.valid == 4 && Q.base % 4 == 0) {
-        const uint2 u = __ldg(reinterpret_cast<const uint2*>(codes + Q.base));
-        c[0] = u.x & 0xFFFFu, c[1] = u.x >> 16, c[2] = u.y & 0xFFFFu, c[3] = u.y >> 16;
-      } else {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) c[i] = i < Q.valid ? codes[Q.base + i] : radius;  // radius: residual 0
-      }
-      std::uint32_t v[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (c[i] == 0) {
-          ++zc;
-          v[i] = static_cast<std::uint32_t>(outlier_at(oidx, oval, n_out, Q.base + i));
-        } else {
-          v[i] = c[i] - radius;
-        }
-      }
-      // Prefix sum along x: inside the quad, then across the row's four lanes.
-      v[1] += v[0], v[2] += v[1], v[3] += v[2];
-      std::uint32_t incl = v[3];
-#pragma unroll
-      for (int d = 1; d < 4; d <<= 1) {
-        const std::uint32_t u = __shfl_up_sync(warp::kFull, incl, d, 4);
-        if (Q.q >= d) incl += u;
-      }
-      const std::uint32_t before = incl - v[3];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) s[Q.row * kRowPad + 4 * Q.q + i] = v[i] + before;
-    }
-    __syncthreads();
-    std::uint32_t acc = 0;  // along y: rows cw*16 + y
-#pragma unroll
-    for (int y = 0; y < 16; ++y) {
-      const int i = (cw * 16 + y) * kRowPad + cx;
-      acc += s[i];
-      s[i] = acc;
-    }
-    __syncthreads();
-    acc = 0;  // along z: rows z*16 + cw
-#pragma unroll
-    for (int z = 0; z < 16; ++z) {
-      const int i = (z * 16 + cw) * kRowPad + cx;
-      acc += s[i];
-      s[i] = acc;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int m = 0; m < 4; ++m) {
-      const Quad Q = quad_of(g, cpos, t + kRows * m);
-      T v[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        v[i] = quantize::reconstruct<T>(static_cast<std::int32_t>(s[Q.row * kRowPad + 4 * Q.q + i]), step);
-      store_quad<T>(out, Q, aligned_out, v);
-    }
-  }
-  zc = warp::reduce_add(zc);
-  if ((t & 31) == 0 && zc) atomicAdd(zeros, static_cast<unsigned long long>(zc));
-}
-
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 using WS = pipeline::Workspace<Kokkos::CudaSpace>;
@@ -782,39 +656,12 @@ bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const Lore
   return true;
 }
 
-template <class T>
-bool lorenzo_inverse3d(const Kokkos::Cuda& space, const std::uint16_t* codes, const std::uint64_t* oidx,
-                       const std::int32_t* oval, std::uint64_t n_out, const LorenzoShape& s, std::uint32_t radius,
-                       double step, T* out, std::uint64_t& zeros) {
-  if (!enabled()) return false;
-  if (s.c0 != kRowLen || s.c1 != kRowLen || s.c2 != kRowLen) return false;
-  const std::uint64_t n = s.n0 * s.n1 * s.n2;
-  if (n == 0) return false;
-  const Geo3 g{s.n0, s.n1, s.n2, (s.n0 + 15) / 16, (s.n1 + 15) / 16, (s.n2 + 15) / 16};
-  const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
-  const HostResult slot;  // the zero-code count
-  cudaStream_t st = space.cuda_stream();
-  const std::uint64_t blocks_cap = std::uint64_t(sm_count()) * 8;
-  const int blocks = static_cast<int>(nchunks < blocks_cap ? nchunks : blocks_cap);
-  inverse3d_kernel<T><<<blocks, kRows, 0, st>>>(codes, oidx, oval, n_out, g, aligned16(codes), aligned16(out), radius,
-                                                step, out, slot.zeroed_counter(st));
-  check(cudaGetLastError(), "inverse3d_kernel");
-  zeros = slot.read_counter(st);
-  return true;
-}
-
 template bool lorenzo_fused_compress3d<float>(const Kokkos::Cuda&, const float*, const LorenzoShape&,
                                               const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
                                               std::uint64_t*, FusedLists&, WS::Lease&);
 template bool lorenzo_fused_compress3d<double>(const Kokkos::Cuda&, const double*, const LorenzoShape&,
                                                const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
                                                std::uint64_t*, FusedLists&, WS::Lease&);
-template bool lorenzo_inverse3d<float>(const Kokkos::Cuda&, const std::uint16_t*, const std::uint64_t*,
-                                       const std::int32_t*, std::uint64_t, const LorenzoShape&, std::uint32_t, double,
-                                       float*, std::uint64_t&);
-template bool lorenzo_inverse3d<double>(const Kokkos::Cuda&, const std::uint16_t*, const std::uint64_t*,
-                                       const std::int32_t*, std::uint64_t, const LorenzoShape&, std::uint32_t, double,
-                                       double*, std::uint64_t&);
 
 // ------------------------------------------- histogram of a code array
 //

@@ -286,8 +286,8 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   timer.mark("huffman decode");
 
   const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
-  // GPUs look outlier residuals up in their sparse list (the CUDA 3D inverse
-  // and the portable one alike); host backends scatter them into a dense array.
+  // GPUs look outlier residuals up in their sparse list; host backends
+  // scatter them into a dense array.
   constexpr bool sparse_inverse = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
   // Outlier residuals at their positions; read only where the code is 0.
   Kokkos::View<std::int32_t*, Mem> dense;
@@ -302,16 +302,8 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
 
   ensure_output(out, n);
   const lorenzo::Geometry geo = geometry(h.dims, c3);
-  std::uint64_t zeros = 0;
-  bool inverted = false;
-#if defined(KSZ_HAVE_CUDA)
-  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
-    inverted = cuda_spec::lorenzo_inverse3d<T>(space, codes.data(), oi.data(), ov.data(), n_out,
-                                                 {geo.n0, geo.n1, geo.n2, geo.c0, geo.c1, geo.c2}, radius, step,
-                                                 out.data(), zeros);
-#endif
-  if (!inverted)
-    zeros = lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, oi, ov, radius, step, out, &ws);
+  const std::uint64_t zeros =
+      lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, oi, ov, radius, step, out, &ws);
   // Outliers are exactly the code-0 positions: same count, every index a 0.
   KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);

@@ -458,65 +458,78 @@ bool fused_compress(const ExecSpace& space, Kokkos::View<const T*, typename Exec
 namespace impl {
 
 // ReconstructDequantize's GPU form for chunks whose x extent is a multiple of
-// 4: quads of four x-neighbours (8-byte code loads, 16-byte scratch
-// accesses), rows padded by 4 words (16-byte aligned, and the x pass's rows
-// fall on different banks). Prefix sums: along x in registers, a thread per
-// row, then y per element in scratch, then z, storing each value as it is
-// summed. Zero codes are counted per thread and added to zeros(0) once (no
-// team reduction a chunk).
+// 4, in the CUDA specialization's shape: a thread per quad of four
+// x-neighbours wherever the field is read or written (consecutive threads,
+// consecutive quads of a row: 8-byte code loads and 16-byte value stores,
+// coalesced), rows padded by 4 words in scratch (16-byte aligned, and the
+// column walks' rows fall on different banks). Prefix sums: along x inside
+// each quad, then each quad adds the totals of the quads before it in its
+// row (kept apart, so no quad reads one being changed); along y and z a
+// thread per column. Zero codes are counted per thread and added to zeros(0)
+// once (no team reduction a chunk).
 template <class ExecSpace, class T>
 struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
   using Base = ReconstructDequantize<ExecSpace, T>;
   using Member = typename Base::Member;
+  FastDiv divq;  // by the quads of a chunk row (c0 / 4)
   bool vec_codes;  // aligned quads of codes where a quad is whole (n0 % 4 == 0)
+  bool vec_out;    // aligned quads of output values likewise
   Kokkos::View<std::uint64_t*, typename Base::Mem> zeros;
 
   KOKKOS_INLINE_FUNCTION static std::uint32_t row_words(const ChunkGrid& cg) {
     return std::uint64_t(cg.g.c0 + 4) * cg.g.c1 * cg.g.c2 <= 8192 ? cg.g.c0 + 4 : cg.g.c0;
   }
   static std::size_t scratch_bytes(const ChunkGrid& cg) {
-    return std::size_t(row_words(cg)) * cg.g.c1 * cg.g.c2 * sizeof(std::uint32_t) + 16;
+    const std::size_t rows = std::size_t(cg.g.c1) * cg.g.c2;
+    return (std::size_t(row_words(cg)) + cg.g.c0 / 4) * rows * sizeof(std::uint32_t) + 16;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const ChunkGrid& cg = this->cg;
     const Geometry& geo = this->geo;
     const ChunkBox box(cg, static_cast<std::uint64_t>(team.league_rank()));
-    const std::uint32_t c0 = cg.g.c0, c1 = cg.g.c1, c2 = cg.g.c2, qrow = c0 / 4;
+    const std::uint32_t c0 = cg.g.c0, c1 = cg.g.c1, c2 = cg.g.c2, qrow = c0 / 4, nq = qrow * c1 * c2;
     const std::uint32_t p0 = row_words(cg), qp0 = p0 / 4, plane = p0 * c1;
     Quad* const qs = static_cast<Quad*>(team.team_scratch(0).get_shmem_aligned(std::size_t(plane) * c2 * 4, 16));
     std::uint32_t* const w = reinterpret_cast<std::uint32_t*>(qs);
+    std::uint32_t* const tot = w + std::size_t(plane) * c2;  // each quad's sum
     const std::uint64_t plane_n = geo.n0 * geo.n1;
     const std::uint64_t origin = box.x0 + geo.n0 * box.y0 + plane_n * box.z0;
     const std::uint32_t radius = this->radius;
+    const std::uint32_t rank = static_cast<std::uint32_t>(team.team_rank()),
+                        size = static_cast<std::uint32_t>(team.team_size());
     std::uint32_t tz = 0;  // this thread's zero codes
-    // Rows outside the field stay unwritten: the sums only run towards
+    // Quads outside the field stay unwritten: the sums only run towards
     // higher coordinates, so they never reach inside elements.
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c1 * c2), [&](const std::uint32_t row) {
-      const std::uint32_t lz = this->div1.div(row), ly = row - lz * c1;
-      if (ly >= box.e1 || lz >= box.e2) return;
-      const std::uint64_t r0 = origin + geo.n0 * ly + plane_n * lz;
-      std::uint32_t run = 0;
-      for (std::uint32_t qx = 0; qx < qrow; ++qx) {
-        const std::uint32_t lx = 4 * qx;
-        const std::uint32_t valid = quad_valid(box, lx);
-        const std::uint64_t i = r0 + lx;
-        std::uint32_t c[4] = {radius, radius, radius, radius};  // radius: residual 0
-        if (valid == 4 && vec_codes) {
-          const std::uint64_t u = *reinterpret_cast<const std::uint64_t*>(this->codes.data() + i);
-          for (int e = 0; e < 4; ++e) c[e] = static_cast<std::uint32_t>(u >> (16 * e)) & 0xFFFFu;
-        } else {
-          for (std::uint32_t e = 0; e < valid; ++e) c[e] = this->codes(i + e);
-        }
-        Quad v;
-        for (int e = 0; e < 4; ++e) {
-          if (c[e] == 0) ++tz;
-          run += c[e] == 0 ? static_cast<std::uint32_t>(this->outlier(i + e)) : c[e] - radius;
-          v.v[e] = run;
-        }
-        qs[row * qp0 + qx] = v;
+    for (std::uint32_t qi = rank; qi < nq; qi += size) {
+      const QuadAt at(qi, qrow, divq, this->div1, box, origin, geo.n0, plane_n);
+      if (at.valid == 0) continue;
+      std::uint32_t c[4] = {radius, radius, radius, radius};  // radius: residual 0
+      if (at.valid == 4 && vec_codes) {
+        const std::uint64_t u = *reinterpret_cast<const std::uint64_t*>(this->codes.data() + at.i);
+        for (int e = 0; e < 4; ++e) c[e] = static_cast<std::uint32_t>(u >> (16 * e)) & 0xFFFFu;
+      } else {
+        for (std::uint32_t e = 0; e < at.valid; ++e) c[e] = this->codes(at.i + e);
       }
-    });
+      Quad v;
+      std::uint32_t run = 0;
+      for (int e = 0; e < 4; ++e) {
+        if (c[e] == 0) ++tz;
+        run += c[e] == 0 ? static_cast<std::uint32_t>(this->outlier(at.i + e)) : c[e] - radius;
+        v.v[e] = run;
+      }
+      qs[at.row * qp0 + at.lx / 4] = v;
+      tot[qi] = run;
+    }
+    team.team_barrier();
+    for (std::uint32_t qi = rank; qi < nq; qi += size) {  // along x: the sums of the quads before
+      const QuadAt at(qi, qrow, divq, this->div1, box, origin, geo.n0, plane_n);
+      if (at.valid == 0 || at.lx == 0) continue;
+      std::uint32_t carry = 0;
+      for (std::uint32_t k = qi - at.lx / 4; k < qi; ++k) carry += tot[k];
+      Quad& v = qs[at.row * qp0 + at.lx / 4];
+      for (int e = 0; e < 4; ++e) v.v[e] += carry;
+    }
     team.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c2), [&](const std::uint32_t line) {
       const std::uint32_t zz = this->div0.div(line), base = line - zz * c0 + zz * plane;
@@ -524,17 +537,26 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
       for (std::uint32_t y = 0; y < c1; ++y) w[base + y * p0] = acc += w[base + y * p0];
     });
     team.team_barrier();
-    // Along z, each sum dequantized and stored as it is made (consecutive
-    // threads: consecutive x of a row).
-    const double step = this->step;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, c0 * c1), [&](const std::uint32_t line) {
       const std::uint32_t y = this->div0.div(line), x = line - y * c0, base = x + y * p0;
       if (x >= box.e0 || y >= box.e1) return;
-      T* const o = this->out.data() + origin + x + geo.n0 * y;
       std::uint32_t acc = 0;
-      for (std::uint32_t zz = 0; zz < box.e2; ++zz)
-        o[plane_n * zz] = quantize::reconstruct<T>(static_cast<std::int32_t>(acc += w[base + zz * plane]), step);
+      for (std::uint32_t zz = 0; zz < box.e2; ++zz) w[base + zz * plane] = acc += w[base + zz * plane];
     });
+    team.team_barrier();
+    const double step = this->step;
+    for (std::uint32_t qi = rank; qi < nq; qi += size) {
+      const QuadAt at(qi, qrow, divq, this->div1, box, origin, geo.n0, plane_n);
+      if (at.valid == 0) continue;
+      const Quad s = qs[at.row * qp0 + at.lx / 4];
+      Quad4<T> o;
+      for (int e = 0; e < 4; ++e) o.v[e] = quantize::reconstruct<T>(static_cast<std::int32_t>(s.v[e]), step);
+      if (at.valid == 4 && vec_out) {
+        *reinterpret_cast<Quad4<T>*>(this->out.data() + at.i) = o;
+      } else {
+        for (std::uint32_t e = 0; e < at.valid; ++e) this->out(at.i + e) = o.v[e];
+      }
+    }
     if (tz) atomic_add_u64(&zeros(0), tz);
   }
 };
@@ -570,7 +592,8 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
     const auto z = WS::template zeroed<std::uint64_t>(space, ws, WS::kScalar, 1, "ksz::inverse_zeros");
     Kokkos::parallel_for(
         "ksz::lorenzo::reconstruct_quads", policy,
-        Q{f, geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0, z});
+        Q{f, FastDiv(geo.c0 / 4), geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(codes.data()) % 8 == 0,
+          geo.n0 % 4 == 0 && reinterpret_cast<std::uintptr_t>(out.data()) % (4 * sizeof(T)) == 0, z});
     std::uint64_t zeros = 0;
     Kokkos::deep_copy(space, zeros, Kokkos::subview(z, 0));
     space.fence();
