@@ -281,11 +281,21 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
   timer.mark("copy to device");
 
   typename Workspace<Mem>::Lease ws;
-  const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
+  ensure_output(out, n);
+  const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
+  const lorenzo::Geometry geo = geometry(h.dims, c3);
+  // The codes live in the output's last bytes until the inverse overwrites
+  // them, slab by slab (lorenzo::in_place_plan): no n-element code buffer,
+  // only a copy of the tail's codes. An output not 16-byte aligned takes a
+  // code buffer of its own.
+  const bool in_place = reinterpret_cast<std::uintptr_t>(out.data()) % 16 == 0;
+  const lorenzo::InPlacePlan plan = in_place ? lorenzo::in_place_plan(geo, sizeof(T)) : lorenzo::InPlacePlan{};
+  const Kokkos::View<std::uint16_t*, Mem> codes =
+      in_place ? Kokkos::View<std::uint16_t*, Mem>(reinterpret_cast<std::uint16_t*>(out.data()) + plan.code_offset, n)
+               : ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
   huffman::decode<ExecSpace>(space, words, offsets, hchunk, dbook, codes, runs.first, runs.second, &ws);
   timer.mark("huffman decode");
 
-  const std::uint32_t c3[3] = {chunk[0], chunk[1], chunk[2]};
   // GPUs look outlier residuals up in their sparse list; host backends
   // scatter them into a dense array.
   constexpr bool sparse_inverse = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
@@ -300,10 +310,13 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
                           NonZeroCodeAt<Mem>{codes, oi}, mismatched);
   timer.mark("outliers");
 
-  ensure_output(out, n);
-  const lorenzo::Geometry geo = geometry(h.dims, c3);
+  const std::vector<lorenzo::SlabCodes<Mem>> parts =
+      in_place ? lorenzo::in_place_parts<ExecSpace>(
+                     space, plan, codes,
+                     ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, plan.tail_codes(n), "ksz::tail_codes"))
+               : std::vector<lorenzo::SlabCodes<Mem>>{{lorenzo::Slab{}, codes}};
   const std::uint64_t zeros =
-      lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, codes, dense, oi, ov, radius, step, out, &ws);
+      lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, parts, dense, oi, ov, radius, step, out, &ws);
   // Outliers are exactly the code-0 positions: same count, every index a 0.
   KSZ_STREAM_CHECK(zeros == n_out && mismatched == 0, "outlier list does not match the coded stream");
   outliers::scatter<ExecSpace, T>(space, vi, vv, out);

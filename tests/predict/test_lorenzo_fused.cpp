@@ -128,7 +128,95 @@ void fused_equals_reference() {
     const auto hf = host(fout);
     EXPECT_EQ(0, std::memcmp(hr.data(), hf.data(), n * sizeof(float))) << d.str();
     EXPECT_EQ(0, std::memcmp(hr.data(), hs.data(), n * sizeof(float))) << d.str();
+
+    // In the output's memory (the pipeline's way): the codes in its last
+    // bytes, in_place_plan's slabs in order, the tail from a copy.
+    for (const bool f64 : {false, true}) {
+      const std::size_t S = f64 ? sizeof(double) : sizeof(float);
+      const auto plan = lorenzo::in_place_plan(g, S);
+      Kokkos::View<double*, Mem> buf("buf", n);  // n values of either type
+      const Kokkos::View<std::uint16_t*, Mem> ic(reinterpret_cast<std::uint16_t*>(buf.data()) + plan.code_offset, n);
+      Kokkos::deep_copy(space, ic, rc);
+      const Kokkos::View<std::uint16_t*, Mem> tail("tail", plan.tail_codes(n));
+      const auto parts = lorenzo::in_place_parts<Space>(space, plan, ic, tail);
+      std::uint64_t izeros = 0;
+      if (f64) {
+        izeros = lorenzo::reconstruct_dequantize<Space, double>(space, g, parts, {}, ro, ov, cs.radius, cs.step, buf);
+      } else {
+        const Kokkos::View<float*, Mem> fbuf(reinterpret_cast<float*>(buf.data()), n);
+        izeros = lorenzo::reconstruct_dequantize<Space, float>(space, g, parts, {}, ro, ov, cs.radius, cs.step, fbuf);
+      }
+      EXPECT_EQ(izeros, zeros) << d.str();
+      const auto hb = host(buf);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        if (f64) ASSERT_EQ(hb(i), quantize::reconstruct<double>(hq(i), cs.step)) << d.str() << " f64 at " << i;
+        else ASSERT_EQ(reinterpret_cast<const float*>(hb.data())[i], hr(i)) << d.str() << " f32 at " << i;
+      }
+    }
   }
+}
+
+// The in-place plan's promise, checked chunk by chunk: the slabs cover the
+// chunks in order, each slab's elements are one range [a, b) right after the
+// previous one, and its values (S bytes each) never reach a code (2 bytes
+// each, from the 16-bit word code_offset) of an element at or past a; the
+// tail (from a copy) takes the rest; the codes fit in the buffer.
+TEST(InPlacePlan, SlabsOverwriteOnlyInvertedCodes) {
+  struct Case {
+    std::uint64_t n0, n1, n2;
+    std::uint32_t c0, c1, c2;
+  };
+  const std::vector<Case> cases = {{512, 512, 512, 16, 16, 16}, {100, 37, 53, 16, 16, 16}, {64, 64, 5, 16, 16, 16},
+                                   {1000, 777, 1, 64, 64, 1},   {1000000, 1, 1, 4096, 1, 1}, {100, 1, 1, 4096, 1, 1},
+                                   {5, 3, 300, 4, 2, 64},       {1, 1, 1, 16, 16, 16}};
+  for (const auto& c : cases)
+    for (const std::uint64_t S : {4u, 8u}) {
+      lorenzo::Geometry g;
+      g.n0 = c.n0, g.n1 = c.n1, g.n2 = c.n2, g.c0 = c.c0, g.c1 = c.c1, g.c2 = c.c2;
+      const std::uint64_t n = g.count();
+      const lorenzo::impl::ChunkGrid cg(g);
+      const auto plan = lorenzo::in_place_plan(g, S);
+      const std::string what = std::to_string(n) + " elements, S " + std::to_string(S);
+      EXPECT_EQ(plan.code_offset % 8, 0u) << what;
+      EXPECT_LE(2 * plan.code_offset + 2 * n, S * n) << what;
+      // The element range of chunks [k0, k1): must be one contiguous range.
+      const auto range = [&](std::uint64_t k0, std::uint64_t k1) {
+        std::uint64_t lo = ~std::uint64_t(0), hi = 0, count = 0;
+        for (std::uint64_t k = k0; k < k1; ++k) {
+          const lorenzo::impl::ChunkBox b(cg, k);
+          lo = std::min(lo, b.x0 + g.n0 * (b.y0 + g.n1 * b.z0));
+          const std::uint64_t last =
+              b.x0 + b.e0 - 1 + g.n0 * ((b.y0 + b.e1 - 1) + g.n1 * (b.z0 + b.e2 - 1));
+          hi = std::max(hi, last + 1);
+          count += std::uint64_t(b.e0) * b.e1 * b.e2;
+        }
+        EXPECT_EQ(hi - lo, count) << what << ": chunks " << k0 << ".." << k1 << " not one range";
+        return std::make_pair(lo, hi);
+      };
+      std::uint64_t next_chunk = 0, next_elem = 0;
+      for (const auto& sl : plan.slabs) {
+        ASSERT_EQ(sl.chunk_begin, next_chunk) << what;
+        ASSERT_LT(sl.chunk_begin, sl.chunk_end) << what;
+        const auto [a, b] = range(sl.chunk_begin, sl.chunk_end);
+        EXPECT_EQ(a, next_elem) << what;
+        EXPECT_LE(S * b, 2 * plan.code_offset + 2 * a) << what << ": slab " << a << ".." << b;
+        next_chunk = sl.chunk_end, next_elem = b;
+      }
+      if (plan.has_tail()) {
+        ASSERT_EQ(plan.tail.chunk_begin, next_chunk) << what;
+        ASSERT_EQ(plan.tail.chunk_end, cg.chunks()) << what;
+        const auto [a, b] = range(plan.tail.chunk_begin, plan.tail.chunk_end);
+        EXPECT_EQ(a, next_elem) << what;
+        EXPECT_EQ(plan.tail.code_origin, a) << what;
+        next_elem = b;
+      } else {
+        EXPECT_EQ(next_chunk, cg.chunks()) << what;
+      }
+      EXPECT_EQ(next_elem, n) << what;
+      // Large fields: at most about a quarter from a copy (the short slabs' limit, rounded to layers).
+      if (n >= 1000000) EXPECT_LE(plan.tail_codes(n), n / 4 + n / 100) << what;
+      if (n >= 1000000) EXPECT_GE(plan.slabs.size(), 2u) << what;
+    }
 }
 
 TYPED_TEST(LorenzoFused, EqualsReferenceStages) { fused_equals_reference<TypeParam>(); }
