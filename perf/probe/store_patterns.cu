@@ -12,7 +12,7 @@ __device__ size_t row_base(size_t r) {  // row r in chunk order: chunk c, row (l
 }
 // B: half-warps write 64 B contiguous (scalar 4-B stores), thread per element.
 __global__ void b(float* p) { for (size_t e = blockIdx.x * size_t(blockDim.x) + threadIdx.x; e < N; e += size_t(gridDim.x) * blockDim.x) p[row_base(e / 16) + e % 16] = 1.f; }
-// C: thread per row, 4 x float4 (current inverse3d vector path).
+// C: thread per row, 4 x float4 (the former CUDA inverse3d vector path).
 __global__ void c(float* p) { for (size_t r = blockIdx.x * size_t(blockDim.x) + threadIdx.x; r < N / 16; r += size_t(gridDim.x) * blockDim.x) { float4* q = reinterpret_cast<float4*>(p + row_base(r)); for (int k = 0; k < 4; ++k) q[k] = make_float4(1, 2, 3, 4); } }
 // D: thread per row, 16 scalar stores.
 __global__ void d(float* p) { for (size_t r = blockIdx.x * size_t(blockDim.x) + threadIdx.x; r < N / 16; r += size_t(gridDim.x) * blockDim.x) { float* q = p + row_base(r); for (int k = 0; k < 16; ++k) q[k] = 1.f; } }
