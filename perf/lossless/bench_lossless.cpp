@@ -2,6 +2,7 @@
 //   bench_lossless [--input field.f32 --type f32 | --kind turbulent] --dims 256,256,256
 //                  [--rel 1e-3] [--predictor lorenzo|interp] [--reps 5] [--backend openmp] [--json out.json]
 //                  [--tsv rows.tsv (appends one row per design)] [--dump bitstream.bin] [--label name]
+//                  [--log2-block 11,12,13 (zbe and zwe at these block sizes instead of the four designs)]
 // Compresses the field with the pass off, takes the Huffman bitstream (segment
 // 3) and times, per design, encode and decode of that buffer on the device
 // (median of reps, device fenced inside the timed region; GB/s over the
@@ -39,6 +40,7 @@ struct Args {
   int reps = 5;
   std::string backend = "default", kind = "turbulent", input, type = "f32", predictor = "lorenzo", json, label, tsv,
       dump;
+  std::vector<int> log2_blocks;  // empty: the four designs at the default block size
 };
 
 Args parse(int argc, char** argv) {
@@ -64,6 +66,14 @@ Args parse(int argc, char** argv) {
     else if (k == "--label") a.label = v;
     else if (k == "--tsv") a.tsv = v;
     else if (k == "--dump") a.dump = v;
+    else if (k == "--log2-block") {
+      std::size_t p = 0;
+      while (p < v.size()) {
+        auto q = v.find(',', p);
+        a.log2_blocks.push_back(std::stoi(v.substr(p, q - p)));
+        p = q == std::string::npos ? v.size() : q + 1;
+      }
+    }
   }
   return a;
 }
@@ -194,7 +204,7 @@ struct Result {
 
 template <class Space>
 Result run_design(const Space& space, const std::string& name, Kokkos::View<u32*, typename Space::memory_space> words,
-                  int reps) {
+                  int reps, int log2_block = lossless::kLog2BlockDefault) {
   using Mem = typename Space::memory_space;
   const u64 nbytes = words.extent(0) * 4;
   Kokkos::View<const u8*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> in(reinterpret_cast<const u8*>(words.data()),
@@ -227,7 +237,8 @@ Result run_design(const Space& space, const std::string& name, Kokkos::View<u32*
       bitplanes<Space>(space, work);
       e = lossless::encode<Space>(space, work_b, lossless::Method::ZeroBytes);
     } else {
-      e = lossless::encode<Space>(space, in, name == "zwe" ? lossless::Method::ZeroWords : lossless::Method::ZeroBytes);
+      e = lossless::encode<Space>(space, in, name.rfind("zwe", 0) == 0 ? lossless::Method::ZeroWords : lossless::Method::ZeroBytes,
+                                  log2_block);
     }
     space.fence();
     te.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
@@ -299,10 +310,17 @@ int bench(const Space& space, const Args& a) {
               int(Space::concurrency()), (unsigned long long)seg.size, ratio0);
   std::vector<Result> res;
   bool all_ok = true;
-  for (const char* name : {"zbe", "zwe", "bp32+zbe", "rle"}) {
-    const Result r = run_design(space, name, words, a.reps);
+  std::vector<std::pair<std::string, int>> designs;
+  for (const char* name : {"zbe", "zwe", "bp32+zbe", "rle"}) designs.push_back({name, lossless::kLog2BlockDefault});
+  if (!a.log2_blocks.empty()) {
+    designs.clear();
+    for (const int l : a.log2_blocks)
+      for (const char* name : {"zbe", "zwe"}) designs.push_back({std::string(name) + "@" + std::to_string(l), l});
+  }
+  for (const auto& [name, log2_block] : designs) {
+    const Result r = run_design(space, name, words, a.reps, log2_block);
     const double ratio = double(in_bytes) / double(stream.size() - seg.size + r.bytes);
-    std::printf("  %-9s gain %7.3f  stream ratio %8.3f  encode %8.1f MB/s  decode %8.1f MB/s  %s\n", name,
+    std::printf("  %-9s gain %7.3f  stream ratio %8.3f  encode %8.1f MB/s  decode %8.1f MB/s  %s\n", name.c_str(),
                 double(seg.size) / double(r.bytes), ratio, seg.size / r.enc_s / 1e6, seg.size / r.dec_s / 1e6,
                 r.ok ? "round trip ok" : "ROUND TRIP FAILED");
     all_ok = all_ok && r.ok;
