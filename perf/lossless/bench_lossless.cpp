@@ -43,19 +43,24 @@ struct Args {
   std::vector<int> log2_blocks;  // empty: the four designs at the default block size
 };
 
+// "a,b,c" as numbers.
+std::vector<u64> comma_list(const std::string& v) {
+  std::vector<u64> out;
+  std::size_t p = 0;
+  while (p < v.size()) {
+    auto q = v.find(',', p);
+    out.push_back(std::stoull(v.substr(p, q - p)));
+    p = q == std::string::npos ? v.size() : q + 1;
+  }
+  return out;
+}
+
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--dims") {
-      a.dims.clear();
-      std::size_t p = 0;
-      while (p < v.size()) {
-        auto q = v.find(',', p);
-        a.dims.push_back(std::stoull(v.substr(p, q - p)));
-        p = q == std::string::npos ? v.size() : q + 1;
-      }
-    } else if (k == "--rel") a.rel = std::stod(v);
+    if (k == "--dims") a.dims = comma_list(v);
+    else if (k == "--rel") a.rel = std::stod(v);
     else if (k == "--reps") a.reps = std::stoi(v);
     else if (k == "--backend") a.backend = v;
     else if (k == "--kind") a.kind = v;
@@ -66,14 +71,8 @@ Args parse(int argc, char** argv) {
     else if (k == "--label") a.label = v;
     else if (k == "--tsv") a.tsv = v;
     else if (k == "--dump") a.dump = v;
-    else if (k == "--log2-block") {
-      std::size_t p = 0;
-      while (p < v.size()) {
-        auto q = v.find(',', p);
-        a.log2_blocks.push_back(std::stoi(v.substr(p, q - p)));
-        p = q == std::string::npos ? v.size() : q + 1;
-      }
-    }
+    else if (k == "--log2-block")
+      for (const u64 l : comma_list(v)) a.log2_blocks.push_back(static_cast<int>(l));
   }
   return a;
 }
