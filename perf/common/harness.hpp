@@ -97,6 +97,12 @@ class Args {
     }
     return out;
   }
+  // "1,2,4" -> numbers.
+  static std::vector<std::uint64_t> numbers(const std::string& s) {
+    std::vector<std::uint64_t> out;
+    for (const auto& p : split(s, ',')) out.push_back(std::stoull(p));
+    return out;
+  }
   // "512,512,512" (fastest first, as the CLI takes them) -> Dims.
   static Dims parse_dims(const std::string& s) {
     const auto parts = split(s, ',');

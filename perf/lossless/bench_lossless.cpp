@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "perf/common/harness.hpp"
 #include "portable/generate/field.hpp"
 #include "portable/lossless/lossless.hpp"
 #include "src/api/ksz.hpp"
@@ -43,23 +44,11 @@ struct Args {
   std::vector<int> log2_blocks;  // empty: the four designs at the default block size
 };
 
-// "a,b,c" as numbers.
-std::vector<u64> comma_list(const std::string& v) {
-  std::vector<u64> out;
-  std::size_t p = 0;
-  while (p < v.size()) {
-    auto q = v.find(',', p);
-    out.push_back(std::stoull(v.substr(p, q - p)));
-    p = q == std::string::npos ? v.size() : q + 1;
-  }
-  return out;
-}
-
 Args parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--dims") a.dims = comma_list(v);
+    if (k == "--dims") a.dims = ksz::perf::Args::numbers(v);
     else if (k == "--rel") a.rel = std::stod(v);
     else if (k == "--reps") a.reps = std::stoi(v);
     else if (k == "--backend") a.backend = v;
@@ -72,7 +61,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--tsv") a.tsv = v;
     else if (k == "--dump") a.dump = v;
     else if (k == "--log2-block")
-      for (const u64 l : comma_list(v)) a.log2_blocks.push_back(static_cast<int>(l));
+      for (const u64 l : ksz::perf::Args::numbers(v)) a.log2_blocks.push_back(static_cast<int>(l));
   }
   return a;
 }

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "perf/common/harness.hpp"
 #include "portable/generate/field.hpp"
 #include "src/api/ksz.hpp"
 #include "src/cpu_baseline/classic_pipeline.hpp"
@@ -29,17 +30,6 @@
 namespace {
 
 using namespace ksz;
-
-std::vector<std::uint64_t> parse_list(const std::string& v) {
-  std::vector<std::uint64_t> out;
-  std::size_t p = 0;
-  while (p < v.size()) {
-    auto q = v.find(',', p);
-    out.push_back(std::stoull(v.substr(p, q - p)));
-    p = q == std::string::npos ? v.size() : q + 1;
-  }
-  return out;
-}
 
 struct Args {
   std::vector<std::uint64_t> dims{256, 256, 256}, threads{1, 2, 4, 8, 16}, widths;
@@ -59,9 +49,9 @@ Args parse(int argc, char** argv) {
     }
     if (i + 1 >= argc) break;
     std::string v = argv[++i];
-    if (k == "--dims") a.dims = parse_list(v);
-    else if (k == "--threads") a.threads = parse_list(v);
-    else if (k == "--widths") a.widths = parse_list(v);
+    if (k == "--dims") a.dims = perf::Args::numbers(v);
+    else if (k == "--threads") a.threads = perf::Args::numbers(v);
+    else if (k == "--widths") a.widths = perf::Args::numbers(v);
     else if (k == "--file") a.file = v;
     else if (k == "--type") a.type = v;
     else if (k == "--mode") a.mode = v;

@@ -178,12 +178,13 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
       WS::kZeroCounts, (n + outliers::kCompactBlock - 1) / outliers::kCompactBlock + 1, "ksz::zero_counts");
   spline::recode<ExecSpace>(space, codes, coded_radius, radius, qv, zero_counts);
   // While the device recodes and lists the outliers, a host thread builds the
-  // Huffman codebook from the histogram the radius choice derived (0.1-0.35
-  // ms on the H200's host at 512^3, package-merge at tight bounds): the two
+  // Huffman codebook from the histogram the radius choice derived (about
+  // 0.1-0.7 ms on the H200 hosts at 512^3, package-merge at tight bounds): the two
   // overlap (the listing below waits for the device on this thread).
   std::future<huffman::Codebook> book_task;
   if (!hist.empty())
-    book_task = std::async(std::launch::async, [&hist, radius] { return huffman::build_codebook(hist.data(), 2 * radius); });
+    book_task = std::async(std::launch::async,
+                           [&hist, radius] { return huffman::build_codebook(hist.data(), 2 * radius); });
 
   const auto zero_idx = outliers::compact_counted(
       space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index", zero_counts,

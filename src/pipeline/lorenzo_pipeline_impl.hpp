@@ -314,7 +314,7 @@ void LorenzoPipeline<ExecSpace>::decompress(const ExecSpace& space, const contai
       in_place ? lorenzo::in_place_parts<ExecSpace>(
                      space, plan, codes,
                      ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, plan.tail_codes(n), "ksz::tail_codes"))
-               : std::vector<lorenzo::SlabCodes<Mem>>{{lorenzo::Slab{}, codes}};
+               : std::vector<lorenzo::SlabCodes<Mem>>{{lorenzo::Slab{}, codes}};  // the whole field
   const std::uint64_t zeros =
       lorenzo::reconstruct_dequantize<ExecSpace, T>(space, geo, parts, dense, oi, ov, radius, step, out, &ws);
   // Outliers are exactly the code-0 positions: same count, every index a 0.

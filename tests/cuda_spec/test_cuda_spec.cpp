@@ -19,7 +19,6 @@ namespace {
 
 #if defined(KSZ_HAVE_CUDA)
 
-
 template <class T>
 void expect_same_as_portable(const std::vector<T>& field, const Dims& dims, Options opt, const std::string& what) {
   SpecGuard guard;

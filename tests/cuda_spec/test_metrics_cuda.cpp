@@ -27,7 +27,6 @@ namespace {
 using metrics::impl::P1Acc;
 using Mem = Kokkos::CudaSpace;
 
-
 struct Case {
   std::uint64_t n;
   int off_a, off_b;  // elements from the allocations' (aligned) start

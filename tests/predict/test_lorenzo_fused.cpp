@@ -114,11 +114,13 @@ void fused_equals_reference() {
     Kokkos::View<float*, Mem> rout("rout", n), fout("fout", n);
     lorenzo::dequantize<Space, float>(space, v, cs.step, rout);
     outliers::scatter<Space, std::int32_t>(space, ro, ov, dense);
-    const auto zeros = lorenzo::reconstruct_dequantize<Space, float>(space, g, rc, dense, {}, {}, cs.radius, cs.step, fout);
+    const auto zeros = lorenzo::reconstruct_dequantize<Space, float>(space, g, {{lorenzo::Slab{}, rc}}, dense, {}, {},
+                                                                    cs.radius, cs.step, fout);
     EXPECT_EQ(zeros, ro.extent(0));
     // The same from the sparse list (GPUs' way): no dense array.
     Kokkos::View<float*, Mem> sout("sout", n);
-    const auto szeros = lorenzo::reconstruct_dequantize<Space, float>(space, g, rc, {}, ro, ov, cs.radius, cs.step, sout);
+    const auto szeros = lorenzo::reconstruct_dequantize<Space, float>(space, g, {{lorenzo::Slab{}, rc}}, {}, ro, ov,
+                                                                     cs.radius, cs.step, sout);
     EXPECT_EQ(szeros, zeros);
     const auto hs = host(sout);
     const auto hq = host(q);

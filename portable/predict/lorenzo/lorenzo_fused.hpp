@@ -508,7 +508,8 @@ struct ReconstructQuads : ReconstructDequantize<ExecSpace, T> {
       if (at.valid == 0) continue;
       std::uint32_t c[4] = {radius, radius, radius, radius};  // radius: residual 0
       if (at.valid == 4 && vec_codes) {
-        const std::uint64_t u = *reinterpret_cast<const std::uint64_t*>(this->codes.data() + (at.i - this->code_origin));
+        const std::uint16_t* const cp = this->codes.data() + (at.i - this->code_origin);
+        const std::uint64_t u = *reinterpret_cast<const std::uint64_t*>(cp);
         for (int e = 0; e < 4; ++e) c[e] = static_cast<std::uint32_t>(u >> (16 * e)) & 0xFFFFu;
       } else {
         for (std::uint32_t e = 0; e < at.valid; ++e) c[e] = this->codes(at.i + e - this->code_origin);
@@ -634,7 +635,8 @@ struct SlabCodes {
 // copies the tail's codes first.
 template <class ExecSpace>
 std::vector<SlabCodes<typename ExecSpace::memory_space>> in_place_parts(
-    const ExecSpace& space, const InPlacePlan& plan, Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+    const ExecSpace& space, const InPlacePlan& plan,
+    Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
     Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> tail) {
   std::vector<SlabCodes<typename ExecSpace::memory_space>> parts;
   for (const Slab& slab : plan.slabs) parts.push_back({slab, codes});
@@ -699,20 +701,6 @@ std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo
     space.fence();
   }
   return zeros;
-}
-
-// The same for the whole field from one codes view.
-template <class ExecSpace, class T>
-std::uint64_t reconstruct_dequantize(const ExecSpace& space, const Geometry& geo,
-                                     Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
-                                     Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> dense,
-                                     Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> oidx,
-                                     Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> oval,
-                                     std::uint32_t radius, double step,
-                                     Kokkos::View<T*, typename ExecSpace::memory_space> out,
-                                     typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
-  return reconstruct_dequantize<ExecSpace, T>(space, geo, {SlabCodes<typename ExecSpace::memory_space>{Slab{}, codes}},
-                                              dense, oidx, oval, radius, step, out, ws);
 }
 
 }  // namespace ksz::lorenzo
