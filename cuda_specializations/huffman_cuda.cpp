@@ -10,6 +10,7 @@
 #include "cuda_specializations/warp.hpp"
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/encode/huffman/huffman.hpp"
+#include "portable/quantize/byte_codes.hpp"
 #include "src/core/error.hpp"
 
 namespace ksz::cuda_spec {
@@ -52,6 +53,60 @@ __device__ __forceinline__ Run<SPT> load_run(const std::uint16_t* __restrict__ s
     }
   }
   return r;
+}
+
+// The codewords of a run of byte codes (quantize/byte_codes.hpp) into e
+// (0 past the run), from btab (byte -> codeword; byte 0 -> the outlier
+// symbol's) and, for the zero bytes of listed codes, table (symbol ->
+// codeword). 8-byte loads where the run is whole (a run starts on 8 symbols:
+// cs and SPT are multiples of 8). src.escapes holds the chunk's listed codes
+// (staged in shared memory by the caller where they fit); a thread with zero
+// bytes walks them from its run's first, in step with its zero bytes
+// (outliers' among them find none).
+template <int SPT>
+__device__ __forceinline__ int byte_codewords(const SymbolSource& src, std::uint64_t a, std::uint64_t s1, bool vec,
+                                              const std::uint32_t* btab, const std::uint32_t* table,
+                                              std::uint32_t nsym, std::uint32_t (&e)[SPT]) {
+  const std::uint64_t b = a + SPT < s1 ? a + SPT : s1;
+  const int m = a < b ? static_cast<int>(b - a) : 0;
+  std::uint32_t by[SPT / 4];  // four bytes a word, the earliest lowest
+  if (vec && m == SPT) {
+    const uint2* p = reinterpret_cast<const uint2*>(src.bytes + a);
+#pragma unroll
+    for (int k = 0; k < SPT / 8; ++k) {
+      const uint2 u = __ldg(p + k);
+      by[2 * k] = u.x, by[2 * k + 1] = u.y;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < SPT / 4; ++k) {
+      by[k] = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (4 * k + j < m) by[k] |= std::uint32_t(src.bytes[a + 4 * k + j]) << (8 * j);
+    }
+  }
+  bool any_zero = false;
+#pragma unroll
+  for (int j = 0; j < SPT; ++j) {
+    const std::uint32_t byte = (by[j / 4] >> (8 * (j % 4))) & 0xFFu;
+    e[j] = j < m ? btab[byte] : 0u;
+    any_zero |= j < m && byte == 0;
+  }
+  if (any_zero) {  // rare
+    std::uint64_t k = quantize::first_escape(src.escapes, src.n_escapes, a);
+#pragma unroll
+    for (int j = 0; j < SPT; ++j)
+      if (j < m && ((by[j / 4] >> (8 * (j % 4))) & 0xFFu) == 0) {
+        const std::uint64_t x = k < src.n_escapes ? src.escapes[k] : ~0ull;
+        if ((x >> 16) == a + j) {
+          const std::uint32_t code = static_cast<std::uint32_t>(x & 0xFFFFu);
+          e[j] = code < nsym ? table[code] : 0u;
+          ++k;
+        }
+      }
+  }
+  return m;
 }
 
 // Exclusive block scan of v (kEncThreads threads); total to all.
@@ -183,36 +238,68 @@ constexpr std::uint32_t kOverflow = 1u << 30;  // the bitstream would pass the w
 // The code table is copied into shared memory (32 KiB at most, with 24 KiB of
 // staged words for an 8192-symbol chunk); larger alphabets take the two passes.
 constexpr std::uint32_t kMaxTableSymbols = 8192;
+constexpr std::uint32_t kStagedEscapes = 256;  // a chunk's listed byte codes staged in shared memory
 
-template <int SPT>
-__global__ void __launch_bounds__(kEncThreads)
-    encode_kernel(const std::uint16_t* __restrict__ sym, std::uint64_t n, std::uint32_t cs, bool vec,
+// The byte variant held to 64 registers (8 blocks an SM): it took 78.
+template <int SPT, bool kBytes>
+__global__ void __launch_bounds__(kEncThreads, kBytes ? 8 : 1)
+    encode_kernel(const SymbolSource sym, std::uint64_t n, std::uint32_t cs, bool vec,
                   const std::uint32_t* __restrict__ enc, std::uint32_t nsym, std::uint64_t nchunks,
                   unsigned long long* __restrict__ state, std::uint64_t* __restrict__ offsets,
                   std::uint32_t* __restrict__ words, std::uint64_t cap, std::uint32_t* __restrict__ status,
                   std::uint32_t sub, std::uint64_t per_chunk, std::uint16_t* __restrict__ run_bits,
                   std::uint32_t stage_words) {
-  extern __shared__ std::uint32_t stage[];  // the chunk's words (stage_words), then the code table (nsym)
+  // The chunk's words (stage_words), the code table (nsym), with byte codes
+  // the byte table (256).
+  extern __shared__ std::uint32_t stage[];
   __shared__ std::uint32_t run_start[kEncThreads];
   __shared__ unsigned long long s_chunk, s_prefix;
+  __shared__ std::uint64_t s_esc[kStagedEscapes];
   unsigned long long* ticket = state + nchunks;
   const int lane = threadIdx.x & 31;
   std::uint32_t* table = stage + stage_words;
   for (std::uint32_t s = threadIdx.x; s < nsym; s += blockDim.x) table[s] = __ldg(&enc[s]);  // read once a block
+  std::uint32_t* btab = table + nsym;
+  if (kBytes) {
+    const std::uint32_t shift = sym.radius - 128u;
+    for (std::uint32_t b = threadIdx.x; b < 256; b += blockDim.x) {
+      const std::uint32_t s = b ? b + shift : 0u;  // byte 0: the outlier's, where not listed
+      btab[b] = s < nsym ? __ldg(&enc[s]) : 0u;
+    }
+  }
   for (;;) {
     if (threadIdx.x == 0) s_chunk = atomicAdd(ticket, 1ull);
     __syncthreads();
     const std::uint64_t c = s_chunk;
     if (c >= nchunks) return;  // block-uniform
     const std::uint64_t s0 = c * cs, s1 = s0 + cs < n ? s0 + cs : n;
-    const Run<SPT> r = load_run<SPT>(sym, s0 + std::uint64_t(threadIdx.x) * SPT, s1, vec);
+    const std::uint64_t a = s0 + std::uint64_t(threadIdx.x) * SPT;
     std::uint32_t e[SPT];
+    int m;
+    if constexpr (kBytes) {  // the chunk's listed codes only, in shared memory where they fit
+      SymbolSource src = sym;
+      const std::uint64_t e0 = src.chunk_escapes[c];
+      src.n_escapes = src.chunk_escapes[c + 1] - e0;
+      src.escapes += e0;
+      if (src.n_escapes <= kStagedEscapes) {
+        for (std::uint32_t i = threadIdx.x; i < src.n_escapes; i += blockDim.x) s_esc[i] = src.escapes[i];
+        src.escapes = s_esc;
+      }
+      __syncthreads();
+      m = byte_codewords<SPT>(src, a, s1, vec, btab, table, nsym, e);
+    } else {
+      const Run<SPT> r = load_run<SPT>(sym.codes, a, s1, vec);
+      m = r.m;
+#pragma unroll
+      for (int j = 0; j < SPT; ++j) {
+        const std::uint32_t s = r.sym(j);
+        e[j] = j < r.m && s < nsym ? table[s] : 0u;
+      }
+    }
     std::uint32_t bits = 0, bad = 0;
 #pragma unroll
     for (int j = 0; j < SPT; ++j) {
-      const std::uint32_t s = r.sym(j);
-      e[j] = j < r.m && s < nsym ? table[s] : 0u;
-      bad |= j < r.m && (e[j] >> 24) == 0;
+      bad |= j < m && (e[j] >> 24) == 0;
       bits += e[j] >> 24;
     }
     std::uint32_t total;
@@ -513,7 +600,7 @@ bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols,
   return true;
 }
 
-bool huffman_encode_single_pass(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
+bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& symbols, std::uint64_t n,
                                 std::uint32_t cs, const std::uint32_t* enc, std::uint32_t nsym, std::uint64_t* offsets,
                                 std::uint32_t* words, std::uint64_t cap, std::uint32_t* status,
                                 unsigned long long* state, std::uint32_t sub, std::uint64_t per_chunk,
@@ -523,9 +610,10 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const std::uint16_t* 
   if (sub == 0) run_bits = nullptr;
   if (run_bits && sub % spt != 0) return false;  // runs must begin at thread boundaries
   const std::uint64_t nchunks = huffman::chunk_count(n, cs);
-  const bool vec = reinterpret_cast<std::uintptr_t>(symbols) % 16 == 0;
+  const bool vec = symbols.bytes ? reinterpret_cast<std::uintptr_t>(symbols.bytes) % 8 == 0
+                                 : reinterpret_cast<std::uintptr_t>(symbols.codes) % 16 == 0;
   const std::uint32_t stage_words = (cs * huffman::kMaxCodeLength + 31) / 32;
-  const std::size_t shmem = (std::size_t(stage_words) + nsym) * sizeof(std::uint32_t);
+  const std::size_t shmem = (std::size_t(stage_words) + nsym + (symbols.bytes ? 256 : 0)) * sizeof(std::uint32_t);
   cudaStream_t st = space.cuda_stream();
   check(cudaMemsetAsync(state, 0, (nchunks + 1) * sizeof(unsigned long long), st), "huffman encode state");
   // Resident blocks only (they take chunks from the ticket until none is left).
@@ -535,11 +623,12 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const std::uint16_t* 
     kernel<<<blocks, kEncThreads, shmem, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, state, offsets, words, cap,
                                                status, sub, per_chunk, run_bits, stage_words);
   };
+  const bool b = symbols.bytes != nullptr;
   switch (spt) {
-    case 8: run(encode_kernel<8>); break;
-    case 16: run(encode_kernel<16>); break;
-    case 32: run(encode_kernel<32>); break;
-    default: run(encode_kernel<64>); break;
+    case 8: b ? run(encode_kernel<8, true>) : run(encode_kernel<8, false>); break;
+    case 16: b ? run(encode_kernel<16, true>) : run(encode_kernel<16, false>); break;
+    case 32: b ? run(encode_kernel<32, true>) : run(encode_kernel<32, false>); break;
+    default: b ? run(encode_kernel<64, true>) : run(encode_kernel<64, false>); break;
   }
   check(cudaGetLastError(), "huffman encode_kernel");
   const HostResult back;  // pinned: the two small copies go straight to the host

@@ -16,6 +16,7 @@
 #include "cuda_specializations/host_result.hpp"
 #include "cuda_specializations/launch.hpp"
 #include "cuda_specializations/warp.hpp"
+#include "portable/quantize/byte_codes.hpp"
 #include "src/core/error.hpp"
 
 namespace ksz::cuda_spec {
@@ -324,16 +325,16 @@ __device__ __forceinline__ ChunkAt chunk_at(const Geo3& g, std::uint64_t ch) {
   return ChunkAt{(ch - t * g.k0) * kRowLen, (t - cz * g.k1) * kRowLen, cz * kRowLen};
 }
 
-// Appends the flagged elements (bits of mask, at base + bit) to list with one
-// atomic a warp; past cap only the count grows (the caller then falls back).
-// A warp-collective: every lane calls it.
-__device__ __forceinline__ void append_flagged(std::uint32_t mask, std::uint64_t base,
+// Appends the flagged elements to list with one atomic a warp: bit 4 m + i of
+// mask is the thread's quad m, element i, at base + m step + i. Past cap only
+// the count grows (the caller then falls back). A warp-collective: every lane
+// calls it.
+__device__ __forceinline__ void append_flagged(std::uint32_t mask, std::uint64_t base, std::uint64_t step,
                                                unsigned long long* counter, std::uint64_t* list, std::uint64_t cap) {
   if (!__any_sync(warp::kFull, mask != 0)) return;  // the common case: one vote instead of a scan
   const std::uint32_t cnt = __popc(mask);
   const std::uint32_t incl = warp::scan_inclusive(cnt);
   const std::uint32_t total = __shfl_sync(warp::kFull, incl, 31);
-  if (total == 0) return;
   unsigned long long start = 0;
   if ((threadIdx.x & 31) == 31) start = atomicAdd(counter, static_cast<unsigned long long>(total));
   start = __shfl_sync(warp::kFull, start, 31);
@@ -341,7 +342,7 @@ __device__ __forceinline__ void append_flagged(std::uint32_t mask, std::uint64_t
   while (mask) {
     const int k = __ffs(mask) - 1;
     mask &= mask - 1;
-    if (at < cap) list[at] = base + k;
+    if (at < cap) list[at] = base + (k >> 2) * step + (k & 3);
     ++at;
   }
 }
@@ -450,16 +451,19 @@ __device__ __forceinline__ void load_quad_at(const T* __restrict__ in, std::uint
 }
 
 // kVec: both arrays 16-byte aligned and n0 % 4 == 0, so every quad of 4 valid
-// elements starts on a 16-byte boundary of the input and 8 of the codes.
-// Interior chunks (all of them but the field's last layer) take a body in
-// which every quad is whole, so the element tests compile away; the hot
-// histogram bins are counted without a branch.
-template <class T, bool kVec>
+// elements starts on a 16-byte boundary of the input and 4 sizeof(C) of the
+// codes. Interior chunks (all of them but the field's last layer) take a body
+// in which every quad is whole, so the element tests compile away; the hot
+// histogram bins are counted without a branch. C = std::uint8_t (radius >=
+// 128): codes as quantize::code_byte, the elements of byte 0 (outliers and
+// the codes a byte cannot hold) listed in esc_list instead of out_list.
+template <class T, bool kVec, class C>
 __global__ void __launch_bounds__(kRows)
     fused3d_kernel(const T* __restrict__ in, Geo3 g, quantize::QuantParams qp, std::uint32_t radius,
-                   std::uint16_t* __restrict__ codes, unsigned long long* __restrict__ hist,
+                   C* __restrict__ codes, unsigned long long* __restrict__ hist,
                    unsigned long long* __restrict__ counters, std::uint64_t* __restrict__ out_list,
-                   std::uint64_t* __restrict__ verb_list, std::uint64_t cap) {
+                   std::uint64_t* __restrict__ verb_list, std::uint64_t* __restrict__ esc_list, std::uint64_t cap) {
+  constexpr bool kBytes = sizeof(C) == 1;
   __shared__ __align__(16) std::uint32_t tile[kTileWords];
   extern __shared__ std::uint32_t lh[];
   const std::uint32_t nbins = 2 * radius;
@@ -477,7 +481,8 @@ __global__ void __launch_bounds__(kRows)
     constexpr bool kInterior = decltype(interior_tag)::value;
     const std::uint64_t base0 = cpos.x0 + g.n0 * (cpos.y0 + g.n1 * cpos.z0) + tq.off;
     std::uint32_t r[4][4];
-    std::uint32_t flags = 0;  // verbatim: bit 4m + i; outliers: bit 16 + 4m + i
+    std::uint32_t flags = 0;   // verbatim: bit 4m + i; outliers: bit 16 + 4m + i
+    std::uint32_t eflags = 0;  // zero bytes (kBytes; outliers among them): bit 4m + i
 #pragma unroll
     for (int m = 0; m < 4; ++m) {
       const int valid = kInterior ? 4 : quad_valid(g, cpos, tq, m);
@@ -521,14 +526,30 @@ __global__ void __launch_bounds__(kRows)
       for (int i = 0; i < 4; ++i) {
         const std::int32_t ds = static_cast<std::int32_t>(r[m][i] - dy[i] - dz[i] + dyz[i]);
         c[i] = (ds > -R && ds < R) ? static_cast<std::uint32_t>(ds + R) : 0u;
-        flags |= static_cast<std::uint32_t>(c[i] == 0 && i < valid) << (16 + 4 * m + i);
+        if (!kBytes) flags |= static_cast<std::uint32_t>(c[i] == 0 && i < valid) << (16 + 4 * m + i);
       }
-      if (kVec && valid == 4) {
+      if constexpr (kBytes) {
+        std::uint32_t b[4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) b[i] = quantize::code_byte(c[i], radius);
+        const std::uint32_t word = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
+        if ((word - 0x01010101u) & ~word & 0x80808080u) {  // a zero byte (rare)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) eflags |= static_cast<std::uint32_t>(b[i] == 0 && i < valid) << (4 * m + i);
+        }
+        if (kVec && valid == 4) {
+          *reinterpret_cast<std::uint32_t*>(codes + base) = word;
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            if (i < valid) codes[base + i] = static_cast<C>(b[i]);
+        }
+      } else if (kVec && valid == 4) {
         *reinterpret_cast<uint2*>(codes + base) = make_uint2(c[0] | c[1] << 16, c[2] | c[3] << 16);
       } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          if (i < valid) codes[base + i] = static_cast<std::uint16_t>(c[i]);
+          if (i < valid) codes[base + i] = static_cast<C>(c[i]);
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -540,13 +561,10 @@ __global__ void __launch_bounds__(kRows)
       }
     }
     // Outliers and verbatim elements are rare: one vote a chunk, in the common case.
-    if (__any_sync(warp::kFull, flags != 0)) {
-#pragma unroll
-      for (int m = 0; m < 4; ++m) {
-        const std::uint64_t base = base0 + m * tq.step;
-        append_flagged(flags >> (16 + 4 * m) & 15u, base, &counters[1], out_list, cap);
-        append_flagged(flags >> (4 * m) & 15u, base, &counters[0], verb_list, cap);
-      }
+    if (__any_sync(warp::kFull, (flags | eflags) != 0)) {
+      if (!kBytes) append_flagged(flags >> 16, base0, tq.step, &counters[1], out_list, cap);
+      append_flagged(flags & 0xFFFFu, base0, tq.step, &counters[0], verb_list, cap);
+      if (kBytes) append_flagged(eflags, base0, tq.step, &counters[2], esc_list, cap);
     }
   };
 
@@ -592,26 +610,34 @@ std::uint64_t* sort_indices(const Kokkos::Cuda& space, std::uint64_t* idx, std::
 
 }  // namespace
 
-template <class T>
-bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const LorenzoShape& s,
-                              const quantize::QuantParams& qp, std::uint32_t radius, std::uint16_t* codes,
-                              std::uint64_t* hist, FusedLists& lists, WS::Lease& ws) {
-  if (!enabled()) return false;
-  if (s.c0 != kRowLen || s.c1 != kRowLen || s.c2 != kRowLen) return false;
-  if (radius < 1 || 2 * std::uint64_t(radius) > kMaxBins3) return false;
+bool lorenzo_fused3d_takes(const LorenzoShape& s, std::uint32_t radius) {
   const std::uint64_t n = s.n0 * s.n1 * s.n2;
-  if (n == 0 || n > (std::uint64_t(1) << 31) * 64) return false;
+  return enabled() && s.c0 == kRowLen && s.c1 == kRowLen && s.c2 == kRowLen && radius >= 1 &&
+         2 * std::uint64_t(radius) <= kMaxBins3 && n > 0 && n <= (std::uint64_t(1) << 31) * 64;
+}
+
+template <class T, class C>
+bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const LorenzoShape& s,
+                              const quantize::QuantParams& qp, std::uint32_t radius, C* codes,
+                              std::uint64_t* hist, FusedLists& lists, WS::Lease& ws) {
+  constexpr bool kBytes = sizeof(C) == 1;
+  if (!lorenzo_fused3d_takes(s, radius) || (kBytes && radius < quantize::kByteCodesMinRadius)) return false;
+  const std::uint64_t n = s.n0 * s.n1 * s.n2;
   const Geo3 g{s.n0, s.n1, s.n2, (s.n0 + 15) / 16, (s.n1 + 15) / 16, (s.n2 + 15) / 16};
   const std::uint64_t nchunks = g.k0 * g.k1 * g.k2;
   // Lists sized for the usual case; a field with more outliers than this
-  // takes the compaction path (the count is still exact). The radix sort
-  // takes int counts.
-  const std::uint64_t cap = std::min<std::uint64_t>({std::max<std::uint64_t>(65536, n / 64), n, 0x7FFFFFFFull});
+  // takes the compaction path (the count is still exact). With byte codes the
+  // lists are smaller (they count towards the peak the byte codes lower;
+  // 2 MiB each at 512^3), and past them the caller codes in 16 bits instead.
+  // The radix sort takes int counts.
+  const std::uint64_t cap =
+      std::min<std::uint64_t>({std::max<std::uint64_t>(65536, kBytes ? n / 512 : n / 64), n, 0x7FFFFFFFull});
   auto ol = ws.get<std::uint64_t>(WS::kOutliers, cap, "ksz::outlier_index");
   auto vl = ws.get<std::uint64_t>(WS::kVerbatim, cap, "ksz::verbatim_index");
-  auto counters = ws.get<unsigned long long>(WS::kCounters, 2, "ksz::fused_counters");
+  auto el = ws.get<std::uint64_t>(WS::kEscapes, kBytes ? cap : 0, "ksz::escape_index");
+  auto counters = ws.get<unsigned long long>(WS::kCounters, 3, "ksz::fused_counters");
   cudaStream_t st = space.cuda_stream();
-  check(cudaMemsetAsync(counters.data(), 0, 2 * sizeof(unsigned long long), st), "counters reset");
+  check(cudaMemsetAsync(counters.data(), 0, 3 * sizeof(unsigned long long), st), "counters reset");
   check(cudaMemsetAsync(hist, 0, 2 * std::size_t(radius) * sizeof(std::uint64_t), st), "histogram reset");
   const std::uint64_t blocks_cap = std::uint64_t(sm_count()) * 8;
   const int blocks = static_cast<int>(nchunks < blocks_cap ? nchunks : blocks_cap);
@@ -619,49 +645,84 @@ bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const Lore
   const std::size_t lh_bytes = 2 * std::size_t(radius) * sizeof(std::uint32_t);
   auto* h64 = reinterpret_cast<unsigned long long*>(hist);
   if (vec)
-    fused3d_kernel<T, true><<<blocks, kRows, lh_bytes, st>>>(in, g, qp, radius, codes, h64, counters.data(), ol.data(),
-                                                             vl.data(), cap);
+    fused3d_kernel<T, true, C><<<blocks, kRows, lh_bytes, st>>>(in, g, qp, radius, codes, h64, counters.data(),
+                                                                ol.data(), vl.data(), el.data(), cap);
   else
-    fused3d_kernel<T, false><<<blocks, kRows, lh_bytes, st>>>(in, g, qp, radius, codes, h64, counters.data(),
-                                                              ol.data(), vl.data(), cap);
+    fused3d_kernel<T, false, C><<<blocks, kRows, lh_bytes, st>>>(in, g, qp, radius, codes, h64, counters.data(),
+                                                                 ol.data(), vl.data(), el.data(), cap);
   check(cudaGetLastError(), "fused3d_kernel");
   // The counts and the histogram, pinned: the copies go straight to the host.
-  static_assert((2 + 2 * kMaxBins3) * sizeof(std::uint64_t) <= HostResult::kBytes, "result slot");
+  static_assert((3 + 2 * kMaxBins3) * sizeof(std::uint64_t) <= HostResult::kBytes, "result slot");
   const HostResult slot;
-  check(cudaMemcpyAsync(slot.device<unsigned long long>(), counters.data(), 2 * sizeof(unsigned long long),
+  check(cudaMemcpyAsync(slot.device<unsigned long long>(), counters.data(), 3 * sizeof(unsigned long long),
                         cudaMemcpyDefault, st),
         "fused counters copy");
-  check(cudaMemcpyAsync(slot.device<std::uint64_t>() + 2, hist, 2 * std::size_t(radius) * sizeof(std::uint64_t),
+  check(cudaMemcpyAsync(slot.device<std::uint64_t>() + 3, hist, 2 * std::size_t(radius) * sizeof(std::uint64_t),
                         cudaMemcpyDefault, st),
         "histogram copy");
   check(cudaStreamSynchronize(st), "fused3d sync");
-  const unsigned long long hc[2] = {slot.host<unsigned long long>()[0], slot.host<unsigned long long>()[1]};
+  const unsigned long long hc[3] = {slot.host<unsigned long long>()[0], slot.host<unsigned long long>()[1],
+                                    slot.host<unsigned long long>()[2]};
   lists.hist_host = Kokkos::View<std::uint64_t*, Kokkos::HostSpace>(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::hist_host")), 2 * std::size_t(radius));
-  std::memcpy(lists.hist_host.data(), slot.host<std::uint64_t>() + 2, 2 * std::size_t(radius) * sizeof(std::uint64_t));
+  std::memcpy(lists.hist_host.data(), slot.host<std::uint64_t>() + 3, 2 * std::size_t(radius) * sizeof(std::uint64_t));
   lists.n_verbatim = hc[0];
   lists.n_outliers = hc[1];
-  lists.valid = hc[0] <= cap && hc[1] <= cap;
+  lists.valid = hc[0] <= cap && hc[1] <= cap && hc[2] <= cap;
   if (lists.valid) {
-    std::uint64_t* o = ol.data();
-    std::uint64_t* v = vl.data();
     auto oa = ws.get<std::uint64_t>(WS::kOutliersAlt, hc[1], "ksz::outlier_alt");
     auto va = ws.get<std::uint64_t>(WS::kVerbatimAlt, hc[0], "ksz::verbatim_alt");
-    o = sort_indices(space, o, oa.data(), hc[1], n, ws);
-    v = sort_indices(space, v, va.data(), hc[0], n, ws);
-    lists.keep[0] = ol, lists.keep[1] = vl, lists.keep[2] = oa, lists.keep[3] = va;
+    auto ea = ws.get<std::uint64_t>(WS::kEscapesAlt, hc[2], "ksz::escape_alt");
+    std::uint64_t* o = sort_indices(space, ol.data(), oa.data(), hc[1], n, ws);
+    std::uint64_t* v = sort_indices(space, vl.data(), va.data(), hc[0], n, ws);
+    std::uint64_t* e = sort_indices(space, el.data(), ea.data(), hc[2], n, ws);
+    lists.keep[0] = ol, lists.keep[1] = vl, lists.keep[2] = oa, lists.keep[3] = va, lists.keep[4] = el,
+    lists.keep[5] = ea;
     lists.outlier_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(o, hc[1]);
     lists.verbatim_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(v, hc[0]);
+    lists.escape_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(e, hc[2]);
   }
   return true;
 }
 
-template bool lorenzo_fused_compress3d<float>(const Kokkos::Cuda&, const float*, const LorenzoShape&,
-                                              const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
-                                              std::uint64_t*, FusedLists&, WS::Lease&);
-template bool lorenzo_fused_compress3d<double>(const Kokkos::Cuda&, const double*, const LorenzoShape&,
-                                               const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
-                                               std::uint64_t*, FusedLists&, WS::Lease&);
+namespace {
+struct OutlierEntry {  // an escape entry of code 0
+  __device__ bool operator()(std::uint64_t e) const { return (e & 0xFFFFu) == 0; }
+};
+__global__ void entry_indices(std::uint64_t* __restrict__ e, std::uint64_t count) {
+  const std::uint64_t k = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < count) e[k] >>= 16;
+}
+}  // namespace
+
+bool byte_code_outliers(const Kokkos::Cuda& space, const std::uint64_t* escapes, std::uint64_t count,
+                        std::uint64_t* out, std::uint64_t n_outliers, WS::Lease& ws) {
+  if (!enabled() || count > 0x7FFFFFFFull || n_outliers > count) return false;
+  if (n_outliers == 0) return true;
+  cudaStream_t st = space.cuda_stream();
+  auto selected = ws.get<int>(WS::kScalar, 1, "ksz::selected");
+  std::size_t temp_bytes = 0;
+  check(cub::DeviceSelect::If(nullptr, temp_bytes, escapes, out, selected.data(), static_cast<int>(count),
+                              OutlierEntry{}, st),
+        "select size");
+  auto temp = ws.get<unsigned char>(WS::kSortTemp, temp_bytes, "ksz::select_temp");
+  check(cub::DeviceSelect::If(temp.data(), temp_bytes, escapes, out, selected.data(), static_cast<int>(count),
+                              OutlierEntry{}, st),
+        "select");
+  entry_indices<<<static_cast<unsigned>((n_outliers + kThreads - 1) / kThreads), kThreads, 0, st>>>(out, n_outliers);
+  check(cudaGetLastError(), "entry_indices");
+  return true;
+}
+
+#define KSZ_FUSED3D(T, C)                                                                                        \
+  template bool lorenzo_fused_compress3d<T, C>(const Kokkos::Cuda&, const T*, const LorenzoShape&,             \
+                                               const quantize::QuantParams&, std::uint32_t, C*, std::uint64_t*, \
+                                               FusedLists&, WS::Lease&);
+KSZ_FUSED3D(float, std::uint16_t)
+KSZ_FUSED3D(double, std::uint16_t)
+KSZ_FUSED3D(float, std::uint8_t)
+KSZ_FUSED3D(double, std::uint8_t)
+#undef KSZ_FUSED3D
 
 // ------------------------------------------- histogram of a code array
 //

@@ -11,6 +11,7 @@
 #include "portable/histogram/histogram.hpp"
 #include "portable/predict/lorenzo/lorenzo.hpp"
 #include "portable/predict/lorenzo/lorenzo_fused.hpp"
+#include "portable/quantize/byte_codes.hpp"
 #include "portable/quantize/outliers.hpp"
 #include "portable/quantize/prequant.hpp"
 #include "src/pipeline/lorenzo_pipeline.hpp"
@@ -69,7 +70,16 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const std::uint32_t radius = fixed_radius(opt);
   const std::uint32_t nsym = 2 * radius;
   typename Workspace<Mem>::Lease ws;
-  const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
+  // The codes: 16 bits each, or on the CUDA 3D path one byte each with the
+  // rest listed (quantize/byte_codes.hpp: half the largest buffer), which the
+  // Huffman encoder reads as they are.
+  Kokkos::View<std::uint16_t*, Mem> codes;
+  const auto wide_codes = [&] {
+    codes = ws.template get<std::uint16_t>(Workspace<Mem>::kCodes, n, "ksz::codes");
+    return codes;
+  };
+  Kokkos::View<std::uint8_t*, Mem> bytes;
+  Kokkos::View<std::uint64_t*, Mem> escapes;  // the bytes' listed codes
   // Every path below zeroes it first.
   const Kokkos::View<std::uint64_t*, Mem> hist = ws.template get<std::uint64_t>(Workspace<Mem>::kHistogram, nsym, "ksz::hist");
   Kokkos::View<std::int32_t*, Mem> q;  // stays empty on the fused path
@@ -79,25 +89,43 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   bool have_lists = false;  // the fused kernel already listed outliers and verbatim elements
   Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist_h;  // filled by the fused kernel's call, or copied below
 #if defined(KSZ_HAVE_CUDA)
+  // At function scope: without a workspace lease they own the lists' memory.
+  cuda_spec::FusedLists byte_lists, wide_lists;
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     const cuda_spec::LorenzoShape cs{g.n0, g.n1, g.n2, g.c0, g.c1, g.c2};
-    cuda_spec::FusedLists lists;
-    fused = cuda_spec::lorenzo_fused_compress3d<T>(space, in.data(), cs, qp, radius, codes.data(), hist.data(),
-                                                   lists, ws);
+    const cuda_spec::FusedLists* lists = &byte_lists;
+    const bool fast3d = cuda_spec::lorenzo_fused3d_takes(cs, radius);
+    if (fast3d && radius >= quantize::kByteCodesMinRadius && !cuda_spec::wide_codes()) {
+      const auto b = ws.template get<std::uint8_t>(Workspace<Mem>::kCodes, n, "ksz::byte_codes");
+      fused = cuda_spec::lorenzo_fused_compress3d<T, std::uint8_t>(space, in.data(), cs, qp, radius, b.data(),
+                                                                    hist.data(), byte_lists, ws);
+      if (fused && byte_lists.valid) {
+        bytes = b;
+        escapes = byte_lists.escape_idx;
+      } else {
+        fused = false;  // more listed elements than the byte path holds: 16-bit codes
+      }
+    }
+    if (fast3d && !fused) {
+      lists = &wide_lists;
+      fused = cuda_spec::lorenzo_fused_compress3d<T, std::uint16_t>(space, in.data(), cs, qp, radius,
+                                                                     wide_codes().data(), hist.data(), wide_lists, ws);
+    }
     if (fused) {
-      n_verbatim = lists.n_verbatim;
-      hist_h = lists.hist_host;
-      if (lists.valid) {
-        out_idx = lists.outlier_idx;
-        verb_idx = lists.verbatim_idx;
+      n_verbatim = lists->n_verbatim;
+      hist_h = lists->hist_host;
+      if (lists->valid) {
+        out_idx = lists->outlier_idx;  // byte codes: found among the escapes below
+        verb_idx = lists->verbatim_idx;
         have_lists = true;
       }
     } else {
-      fused = cuda_spec::lorenzo_fused_compress<T>(space, in.data(), cs, qp, radius, codes.data(), hist.data(),
-                                                   n_verbatim);
+      fused = cuda_spec::lorenzo_fused_compress<T>(space, in.data(), cs, qp, radius, wide_codes().data(),
+                                                   hist.data(), n_verbatim);
     }
   }
 #endif
+  if (!fused) wide_codes();
   if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
     // GPUs without the specialization: the portable fused kernel (host
     // backends keep their row-wise passes below).
@@ -134,6 +162,28 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   // prefix-scan compaction (increasing order on every backend); their sizes
   // are already known, so empty lists cost nothing.
   const std::uint64_t n_outliers = hist_h(0);
+  const lorenzo::Geometry geo = g;
+  const lorenzo::PrequantOf<Kokkos::View<const T*, Mem>> qf{in, qp};
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    if (n > 0 && bytes.extent(0) == n) {
+      // Byte codes: the elements of byte 0 get their codes beside their
+      // indices (0 where |residual| >= radius); the outliers are those of code 0.
+      const Kokkos::View<std::uint64_t*, Mem> esc = escapes;
+      Kokkos::parallel_for(
+          "ksz::escaped_codes", Kokkos::RangePolicy<ExecSpace>(space, 0, esc.extent(0)),
+          KOKKOS_LAMBDA(const std::uint64_t j) {
+            const std::uint64_t i = esc(j);
+            const std::int32_t r = lorenzo::residual(geo, qf, i), rad = std::int32_t(radius);
+            esc(j) = i << 16 | (r > -rad && r < rad ? static_cast<std::uint32_t>(r + rad) : 0u);
+          });
+      const auto oi = ws.template get<std::uint64_t>(Workspace<Mem>::kOutliersAlt, n_outliers, "ksz::outlier_index");
+      KSZ_EXPECTS(cuda_spec::byte_code_outliers(space, esc.data(), esc.extent(0), oi.data(), n_outliers, ws),
+                  "internal: byte codes without their outlier selection");
+      out_idx = oi;
+    }
+  }
+#endif
   KSZ_EXPECTS(!have_lists || out_idx.extent(0) == n_outliers, "internal: outlier list and histogram disagree");
   if (n_outliers && !have_lists)
     out_idx = outliers::compact_indices(
@@ -152,12 +202,10 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
         },
         "ksz::verbatim_index", n_verbatim);
   }
-  const lorenzo::Geometry geo = g;
   const Kokkos::View<const std::int32_t*, Mem> qc = q;
   const Kokkos::View<std::int32_t*, Mem> out_val =
       ws.template get<std::int32_t>(Workspace<Mem>::kOutlierValues, out_idx.extent(0), "ksz::outlier_value");
   if (fused) {  // no q array: pre-quantize the few neighbours again
-    const lorenzo::PrequantOf<Kokkos::View<const T*, Mem>> qf{in, qp};
     Kokkos::parallel_for(
         "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, out_idx.extent(0)),
         KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = lorenzo::residual(geo, qf, out_idx(j)); });
@@ -178,8 +226,12 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
                                      huffman::DeviceCodebook<ExecSpace>::room_words(nsym), "ksz::huffman::tables"));
   timer.mark("outliers+codebook");
 
-  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws, opt.huffman_subchunk,
-                                              huffman::words_bound(hist_h.data(), book, n, opt.huffman_chunk));
+  const std::uint64_t bound = huffman::words_bound(hist_h.data(), book, n, opt.huffman_chunk);
+  const auto enc = bytes.extent(0) == n && n > 0
+                       ? huffman::encode<ExecSpace>(space, quantize::ByteCodes<Mem>{bytes, escapes, radius}, dbook,
+                                                    opt.huffman_chunk, &ws, opt.huffman_subchunk, bound)
+                       : huffman::encode<ExecSpace>(space, codes, dbook, opt.huffman_chunk, &ws,
+                                                    opt.huffman_subchunk, bound);
   timer.mark("huffman encode");
 
   // Segments to the host, then the container.

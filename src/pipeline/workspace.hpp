@@ -54,6 +54,9 @@ class Workspace {
     kScalar,           // a stage's one-off device count or sum (the inverse's zero codes, the lossless bound)
     kOutlierValues,    // the Lorenzo compressor's outlier residuals
     kVerbatimValues,   // and verbatim values
+    kEscapes,          // its byte codes' listed codes (quantize/byte_codes.hpp)
+    kEscapesAlt,       // and their sort's second buffer
+    kEscapeStarts,     // and the first of each Huffman chunk
     kSlots
   };
 

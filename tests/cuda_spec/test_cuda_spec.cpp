@@ -51,7 +51,8 @@ void run_matrix() {
       {{100003}, Pattern::Spiky, 1e-4, 512, 4096},       // 1D
       {{16, 16, 16}, Pattern::Constant, 1e-3, 512, 4096},  // one chunk, one symbol
       {{128, 128, 64}, Pattern::Noisy, 1e-7, 512, 2048},   // outliers beyond the fused lists' capacity
-      {{96, 32, 20}, Pattern::Smooth, 1e-4, 2048, 8192}    // largest 3D fast-path radius, 8192-symbol chunks
+      {{96, 32, 20}, Pattern::Smooth, 1e-4, 2048, 8192},   // largest 3D fast-path radius, 8192-symbol chunks
+      {{48, 40, 36}, Pattern::Noisy, 1e-4, 512, 333}       // byte codes with listed ones, chunks the one pass refuses
   };
   for (const Case& c : cases) {
     const Dims d = dims_of(c.ext);

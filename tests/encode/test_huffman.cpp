@@ -485,6 +485,64 @@ TYPED_TEST(HuffmanCodec, OnePassWithBoundSameAsTwoPasses) {
                ksz::InvalidInput);
 }
 
+// Byte codes (quantize/byte_codes.hpp: what the CUDA 3D Lorenzo path keeps)
+// encode to the words, offsets and run lengths of the 16-bit codes they
+// stand for, with and without the specializations (the CUDA single pass
+// reads them directly; a chunk size it does not take, and every portable
+// path, expand them first), and expand to those codes: codes near the radius,
+// many listed ones (wide spread), outliers (code 0), a radius below 128 (no
+// listed codes), partial runs.
+TYPED_TEST(HuffmanCodec, ByteCodesSameAsWideCodes) {
+  using Mem = typename TypeParam::memory_space;
+  struct Case {
+    std::size_t n;
+    u32 radius, cs, sub;
+    double sigma;
+  };
+  const Case cases[] = {{1000003, 512, 4096, 512, 20.0}, {300001, 512, 1000, 200, 90.0}, {77777, 64, 4096, 0, 9.0},
+                        {5, 512, 4096, 512, 300.0},      {40000, 2048, 333, 0, 400.0}};
+  for (const Case& c : cases) {
+    const std::string where = "n=" + std::to_string(c.n) + " r=" + std::to_string(c.radius);
+    std::vector<u16> sym = quant_codes(c.n, 2 * c.radius, c.sigma, c.n);
+    for (std::size_t i = 0; i < c.n; i += 997) sym[i] = 0;  // outliers
+    std::vector<std::uint8_t> bytes(c.n);
+    std::vector<u64> escapes;
+    for (std::size_t i = 0; i < c.n; ++i) {
+      bytes[i] = static_cast<std::uint8_t>(ksz::quantize::code_byte(sym[i], c.radius));
+      if (bytes[i] == 0 && sym[i] != 0) escapes.push_back(u64(i) << 16 | sym[i]);
+    }
+    if (c.radius < 128) EXPECT_TRUE(escapes.empty()) << where;
+    if (c.sigma > 50 && c.n > 1000) EXPECT_GT(escapes.size(), c.n / 100) << where;
+    const std::vector<u64> h = histogram_of(sym, 2 * c.radius);
+    const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+    TypeParam space;
+    const ksz::huffman::DeviceCodebook<TypeParam> dbook(book);
+    const auto dsym = to_device<TypeParam>(sym);
+    const ksz::quantize::ByteCodes<Mem> bc{to_device<TypeParam>(bytes), to_device<TypeParam>(escapes), c.radius};
+    const u64 bound = ksz::huffman::words_bound(h.data(), book, c.n, c.cs);
+    ksz::test::SpecGuard restore;
+    for (const bool spec : spec_settings<TypeParam>()) {
+      ksz::cuda_spec::set_enabled(spec);
+      DView<TypeParam> wide("wide", c.n);
+      ksz::quantize::expand(space, bc, wide);
+      space.fence();
+      EXPECT_TRUE(to_host(wide) == sym) << where;
+      const auto ref = ksz::huffman::encode(space, dsym, dbook, c.cs, nullptr, c.sub);
+      space.fence();
+      const std::vector<u32> ref_words = to_host(ref.words);
+      const std::vector<u64> ref_offsets = to_host(ref.chunk_offsets);
+      const std::vector<u16> ref_runs = to_host(ref.run_bits);
+      typename ksz::pipeline::Workspace<Mem>::Lease ws;
+      const auto got = ksz::huffman::encode(space, bc, dbook, c.cs, &ws, c.sub, bound);
+      space.fence();
+      EXPECT_EQ(got.n_words, ref.n_words) << where;
+      EXPECT_TRUE(to_host(got.words) == ref_words) << where << (spec ? "" : " portable");
+      EXPECT_TRUE(to_host(got.chunk_offsets) == ref_offsets) << where;
+      EXPECT_TRUE(to_host(got.run_bits) == ref_runs) << where;
+    }
+  }
+}
+
 TYPED_TEST(HuffmanCodec, SingleSymbolStream) {
   const std::vector<u16> sym(10000, 7);
   const std::vector<u64> h = histogram_of(sym, 1024);

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "portable/encode/huffman/codebook.hpp"
+#include "portable/quantize/byte_codes.hpp"
 #include "portable/simd/bits.hpp"
 #include "portable/simd/scan.hpp"
 #include "src/core/error.hpp"
@@ -709,6 +710,55 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
 // least the words the bitstream takes: words_bound() from the symbols'
 // histogram), the CUDA specialization encodes in one pass; the result is the
 // same.
+namespace impl {
+
+#if defined(KSZ_HAVE_CUDA)
+// encode()'s CUDA single pass over n symbols of src, where it applies (a
+// bound on the words, the workspace, chunks and runs it takes): true with
+// res filled.
+inline bool encode_single_pass(const Kokkos::Cuda& space, const cuda_spec::SymbolSource& src, std::uint64_t n,
+                               const DeviceCodebook<Kokkos::Cuda>& book, std::uint32_t chunk_symbols,
+                               pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws, std::uint32_t sub,
+                               std::uint64_t words_bound, Encoded<Kokkos::Cuda>& res) {
+  using WS = pipeline::Workspace<Kokkos::CudaSpace>;
+  if (!words_bound || !ws || n == 0 || chunk_symbols < 1 || sub > kMaxSubchunk) return false;
+  const Runs runs(n, chunk_symbols, sub);
+  if (runs.per_chunk > kMaxRuns) return false;
+  const std::uint64_t nchunks = runs.nchunks;
+  res.run_bits = ws->template get<std::uint16_t>(WS::kHuffRunBits, runs.stored, "ksz::huffman::run_bits");
+  res.chunk_offsets = ws->template get<std::uint64_t>(WS::kHuffOffsets, nchunks + 1, "ksz::huffman::chunk_offsets");
+  const Kokkos::View<std::uint32_t*, Kokkos::CudaSpace> words =
+      ws->template get<std::uint32_t>(WS::kHuffWords, words_bound, "ksz::huffman::words");
+  const Kokkos::View<unsigned long long*, Kokkos::CudaSpace> state =
+      ws->template get<unsigned long long>(WS::kHuffState, nchunks + 1, "ksz::huffman::state");
+  const Kokkos::View<std::uint32_t*, Kokkos::CudaSpace> status = zeroed_status(space, ws);
+  std::uint32_t st = 0;
+  if (!cuda_spec::huffman_encode_single_pass(space, src, n, chunk_symbols, book.encode_table().data(),
+                                             static_cast<std::uint32_t>(book.nsym()), res.chunk_offsets.data(),
+                                             words.data(), words_bound, status.data(), state.data(),
+                                             runs.stored ? static_cast<std::uint32_t>(runs.step) : 0u,
+                                             runs.per_chunk, res.run_bits.data(), res.n_words, st))
+    return false;
+  KSZ_EXPECTS(st == 0, "huffman: input has a symbol with no code in the codebook");
+  res.words = Kokkos::subview(words, std::make_pair(std::uint64_t(0), res.n_words));
+  return true;
+}
+#endif
+
+}  // namespace impl
+
+// Encodes symbols in chunks of chunk_symbols (>= 1, else ksz::InvalidInput;
+// the last chunk may be short). Every symbol needs a code in book, else
+// ksz::InvalidInput. Steps: per-chunk bit count, exclusive scan of word
+// counts into chunk_offsets, then deflate with each chunk writing only its words.
+// Synchronizes once (to size the bitstream); the deflate is left in flight on space.
+// With ws, the bitstream, offsets, run lengths and status live in the caller's workspace
+// (valid while its lease is held) instead of fresh allocations. With sub in
+// [1, kMaxSubchunk] below chunk_symbols, run_bits gets the lengths of the
+// chunks' runs of sub symbols (Runs); else it is empty. With words_bound (at
+// least the words the bitstream takes: words_bound() from the symbols'
+// histogram), the CUDA specialization encodes in one pass; the result is the
+// same.
 template <class ExecSpace>
 Encoded<ExecSpace> encode(const ExecSpace& space,
                           Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> symbols,
@@ -716,40 +766,54 @@ Encoded<ExecSpace> encode(const ExecSpace& space,
                           typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
                           std::uint32_t sub = 0, std::uint64_t words_bound = 0) {
 #if defined(KSZ_HAVE_CUDA)
-  // With a bound on the words, one pass (the bitstream buffer is sized first).
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
-    using Mem = typename ExecSpace::memory_space;
-    const std::uint64_t n = symbols.extent(0);
-    if (words_bound && ws && n > 0 && chunk_symbols >= 1 && sub <= kMaxSubchunk) {
-      const Runs runs(n, chunk_symbols, sub);
-      if (runs.per_chunk <= kMaxRuns) {
-        const std::uint64_t nchunks = runs.nchunks;
-        Encoded<ExecSpace> res;
-        res.run_bits = ws->template get<std::uint16_t>(WS::kHuffRunBits, runs.stored, "ksz::huffman::run_bits");
-        res.chunk_offsets =
-            ws->template get<std::uint64_t>(WS::kHuffOffsets, nchunks + 1, "ksz::huffman::chunk_offsets");
-        const Kokkos::View<std::uint32_t*, Mem> words =
-            ws->template get<std::uint32_t>(WS::kHuffWords, words_bound, "ksz::huffman::words");
-        const Kokkos::View<unsigned long long*, Mem> state =
-            ws->template get<unsigned long long>(WS::kHuffState, nchunks + 1, "ksz::huffman::state");
-        const Kokkos::View<std::uint32_t*, Mem> status = impl::zeroed_status(space, ws);
-        std::uint32_t st = 0;
-        if (cuda_spec::huffman_encode_single_pass(
-                space, symbols.data(), n, chunk_symbols, book.encode_table().data(),
-                static_cast<std::uint32_t>(book.nsym()), res.chunk_offsets.data(), words.data(), words_bound,
-                status.data(), state.data(), runs.stored ? static_cast<std::uint32_t>(runs.step) : 0u,
-                runs.per_chunk, res.run_bits.data(), res.n_words, st)) {
-          KSZ_EXPECTS(st == 0, "huffman: input has a symbol with no code in the codebook");
-          res.words = Kokkos::subview(words, std::make_pair(std::uint64_t(0), res.n_words));
-          return res;
-        }
-      }
-    }
+    cuda_spec::SymbolSource src;
+    src.codes = symbols.data();
+    Encoded<ExecSpace> res;
+    if (impl::encode_single_pass(space, src, symbols.extent(0), book, chunk_symbols, ws, sub, words_bound, res))
+      return res;
   }
 #endif
   (void)words_bound;
   return encode_two_pass<ExecSpace>(space, symbols, book, chunk_symbols, ws, sub);
+}
+
+// encode() of byte codes (quantize/byte_codes.hpp), the same result: the
+// CUDA single pass reads them as they are; every other path expands them to
+// 16-bit codes first, in a buffer of its own.
+template <class ExecSpace>
+Encoded<ExecSpace> encode(const ExecSpace& space, const quantize::ByteCodes<typename ExecSpace::memory_space>& codes,
+                          const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols,
+                          typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
+                          std::uint32_t sub = 0, std::uint64_t words_bound = 0) {
+  const std::uint64_t n = codes.bytes.extent(0);
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    // Each chunk's first listed code, so that a lookup searches its chunk's only.
+    const std::uint64_t nchunks = chunk_symbols ? chunk_count(n, chunk_symbols) : 0;
+    using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
+    const auto starts = WS::template buffer<std::uint64_t>(ws, WS::kEscapeStarts, nchunks + 1, "ksz::escape_starts");
+    const Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> esc = codes.escapes;
+    const std::uint64_t cs = chunk_symbols;
+    Kokkos::parallel_for(
+        "ksz::huffman::escape_starts", Kokkos::RangePolicy<ExecSpace>(space, 0, nchunks + 1),
+        KOKKOS_LAMBDA(const std::uint64_t c) {
+          starts(c) = quantize::first_escape(esc.data(), esc.extent(0), c * cs < n ? c * cs : n);
+        });
+    cuda_spec::SymbolSource src;
+    src.bytes = codes.bytes.data();
+    src.escapes = codes.escapes.data();
+    src.n_escapes = codes.escapes.extent(0);
+    src.chunk_escapes = starts.data();
+    src.radius = codes.radius;
+    Encoded<ExecSpace> res;
+    if (impl::encode_single_pass(space, src, n, book, chunk_symbols, ws, sub, words_bound, res)) return res;
+  }
+#endif
+  const Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> wide(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::huffman::expanded_codes")), n);
+  quantize::expand<ExecSpace>(space, codes, wide);
+  return encode<ExecSpace>(space, wide, book, chunk_symbols, ws, sub, words_bound);
 }
 
 // Decodes out.extent(0) symbols; chunk c is decoded from words
