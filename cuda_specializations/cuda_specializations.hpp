@@ -155,7 +155,9 @@ struct SymbolSource {
   const std::uint8_t* bytes = nullptr;
   const std::uint64_t* escapes = nullptr;  // (i << 16) | code, increasing
   std::uint64_t n_escapes = 0;
-  const std::uint64_t* chunk_escapes = nullptr;  // chunk c's: escapes [chunk_escapes[c], chunk_escapes[c + 1])
+  // nchunks + 1 words of scratch the one pass fills with each chunk's first
+  // escape: chunk c's are [chunk_escapes[c], chunk_escapes[c + 1]).
+  std::uint64_t* chunk_escapes = nullptr;
   std::uint32_t radius = 0;
 };
 bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& symbols, std::uint64_t n,

@@ -332,6 +332,13 @@ __global__ void __launch_bounds__(kEncThreads, kBytes ? 8 : 1)
   }
 }
 
+// starts[c] = the first escape of chunk c (elements from c * cs), c <= nchunks.
+__global__ void escape_starts_kernel(const std::uint64_t* __restrict__ escapes, std::uint64_t count, std::uint64_t n,
+                                     std::uint32_t cs, std::uint64_t nchunks, std::uint64_t* __restrict__ starts) {
+  const std::uint64_t c = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c <= nchunks) starts[c] = quantize::first_escape(escapes, count, c * cs < n ? c * cs : n);
+}
+
 int enc_blocks(std::uint64_t nchunks) {
   return static_cast<int>(nchunks < 0x7FFFFFFFull ? nchunks : 0x7FFFFFFFull);
 }
@@ -616,6 +623,11 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& s
   const std::size_t shmem = (std::size_t(stage_words) + nsym + (symbols.bytes ? 256 : 0)) * sizeof(std::uint32_t);
   cudaStream_t st = space.cuda_stream();
   check(cudaMemsetAsync(state, 0, (nchunks + 1) * sizeof(unsigned long long), st), "huffman encode state");
+  if (symbols.bytes) {
+    escape_starts_kernel<<<static_cast<unsigned>((nchunks + 1 + kEncThreads - 1) / kEncThreads), kEncThreads, 0,
+                           st>>>(symbols.escapes, symbols.n_escapes, n, cs, nchunks, symbols.chunk_escapes);
+    check(cudaGetLastError(), "huffman escape_starts_kernel");
+  }
   // Resident blocks only (they take chunks from the ticket until none is left).
   auto run = [&](auto kernel) {
     const std::uint64_t resident = std::uint64_t(launch::resident_blocks(kernel, kEncThreads, shmem));

@@ -361,6 +361,17 @@ struct Stream {
   std::vector<u64> offsets;
 };
 
+// An encode()'s words, chunk offsets and run lengths, on the host.
+struct HostEncoded {
+  std::vector<u32> words;
+  std::vector<u64> offsets;
+  std::vector<u16> runs;
+  template <class E>
+  static HostEncoded of(const E& enc) {
+    return {to_host(enc.words), to_host(enc.chunk_offsets), to_host(enc.run_bits)};
+  }
+};
+
 // On GPUs, each case runs twice: with the CUDA specializations (where built)
 // and without them, through the portable GPU kernels.
 template <class Space>
@@ -453,21 +464,20 @@ TYPED_TEST(HuffmanCodec, OnePassWithBoundSameAsTwoPasses) {
     const auto dsym = to_device<TypeParam>(sym);
     const auto two = ksz::huffman::encode(space, dsym, dbook, c.cs, nullptr, c.sub);
     space.fence();
-    const std::vector<u32> two_words = to_host(two.words);
-    const std::vector<u64> two_offsets = to_host(two.chunk_offsets);
-    const std::vector<u16> two_runs = to_host(two.run_bits);
+    const HostEncoded two_h = HostEncoded::of(two);
     typename ksz::pipeline::Workspace<Mem>::Lease ws;
     const auto one = ksz::huffman::encode(space, dsym, dbook, c.cs, &ws, c.sub,
                                           ksz::huffman::words_bound(h.data(), book, c.n, c.cs));
     space.fence();
+    const HostEncoded one_h = HostEncoded::of(one);
     EXPECT_EQ(one.n_words, two.n_words) << "n=" << c.n << " cs=" << c.cs;
-    EXPECT_TRUE(to_host(one.words) == two_words) << "n=" << c.n << " cs=" << c.cs;
-    EXPECT_TRUE(to_host(one.chunk_offsets) == two_offsets) << "n=" << c.n << " cs=" << c.cs;
-    EXPECT_TRUE(to_host(one.run_bits) == two_runs) << "n=" << c.n << " cs=" << c.cs;
+    EXPECT_TRUE(one_h.words == two_h.words) << "n=" << c.n << " cs=" << c.cs;
+    EXPECT_TRUE(one_h.offsets == two_h.offsets) << "n=" << c.n << " cs=" << c.cs;
+    EXPECT_TRUE(one_h.runs == two_h.runs) << "n=" << c.n << " cs=" << c.cs;
     std::vector<u32> rw;
     std::vector<u64> ro;
     reference_encode(sym, book, c.cs, rw, ro);
-    EXPECT_TRUE(two_words == rw && two_offsets == ro) << "n=" << c.n << " cs=" << c.cs;
+    EXPECT_TRUE(two_h.words == rw && two_h.offsets == ro) << "n=" << c.n << " cs=" << c.cs;
   }
   // A symbol the codebook has no code for.
   std::vector<u16> sym = quant_codes(100000, 1024, 5.0, 3);
@@ -529,16 +539,15 @@ TYPED_TEST(HuffmanCodec, ByteCodesSameAsWideCodes) {
       EXPECT_TRUE(to_host(wide) == sym) << where;
       const auto ref = ksz::huffman::encode(space, dsym, dbook, c.cs, nullptr, c.sub);
       space.fence();
-      const std::vector<u32> ref_words = to_host(ref.words);
-      const std::vector<u64> ref_offsets = to_host(ref.chunk_offsets);
-      const std::vector<u16> ref_runs = to_host(ref.run_bits);
+      const HostEncoded ref_h = HostEncoded::of(ref);
       typename ksz::pipeline::Workspace<Mem>::Lease ws;
       const auto got = ksz::huffman::encode(space, bc, dbook, c.cs, &ws, c.sub, bound);
       space.fence();
+      const HostEncoded got_h = HostEncoded::of(got);
       EXPECT_EQ(got.n_words, ref.n_words) << where;
-      EXPECT_TRUE(to_host(got.words) == ref_words) << where << (spec ? "" : " portable");
-      EXPECT_TRUE(to_host(got.chunk_offsets) == ref_offsets) << where;
-      EXPECT_TRUE(to_host(got.run_bits) == ref_runs) << where;
+      EXPECT_TRUE(got_h.words == ref_h.words) << where << (spec ? "" : " portable");
+      EXPECT_TRUE(got_h.offsets == ref_h.offsets) << where;
+      EXPECT_TRUE(got_h.runs == ref_h.runs) << where;
     }
   }
 }

@@ -698,18 +698,6 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
   return res;
 }
 
-// Encodes symbols in chunks of chunk_symbols (>= 1, else ksz::InvalidInput;
-// the last chunk may be short). Every symbol needs a code in book, else
-// ksz::InvalidInput. Steps: per-chunk bit count, exclusive scan of word
-// counts into chunk_offsets, then deflate with each chunk writing only its words.
-// Synchronizes once (to size the bitstream); the deflate is left in flight on space.
-// With ws, the bitstream, offsets, run lengths and status live in the caller's workspace
-// (valid while its lease is held) instead of fresh allocations. With sub in
-// [1, kMaxSubchunk] below chunk_symbols, run_bits gets the lengths of the
-// chunks' runs of sub symbols (Runs); else it is empty. With words_bound (at
-// least the words the bitstream takes: words_bound() from the symbols'
-// histogram), the CUDA specialization encodes in one pass; the result is the
-// same.
 namespace impl {
 
 #if defined(KSZ_HAVE_CUDA)
@@ -789,17 +777,10 @@ Encoded<ExecSpace> encode(const ExecSpace& space, const quantize::ByteCodes<type
   const std::uint64_t n = codes.bytes.extent(0);
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    // Each chunk's first listed code, so that a lookup searches its chunk's only.
+    // Scratch for each chunk's first listed code (filled by the one pass where it runs).
     const std::uint64_t nchunks = chunk_symbols ? chunk_count(n, chunk_symbols) : 0;
     using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
     const auto starts = WS::template buffer<std::uint64_t>(ws, WS::kEscapeStarts, nchunks + 1, "ksz::escape_starts");
-    const Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> esc = codes.escapes;
-    const std::uint64_t cs = chunk_symbols;
-    Kokkos::parallel_for(
-        "ksz::huffman::escape_starts", Kokkos::RangePolicy<ExecSpace>(space, 0, nchunks + 1),
-        KOKKOS_LAMBDA(const std::uint64_t c) {
-          starts(c) = quantize::first_escape(esc.data(), esc.extent(0), c * cs < n ? c * cs : n);
-        });
     cuda_spec::SymbolSource src;
     src.bytes = codes.bytes.data();
     src.escapes = codes.escapes.data();
