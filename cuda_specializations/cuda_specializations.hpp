@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "portable/quantize/prequant.hpp"
 #include "src/pipeline/workspace.hpp"
@@ -108,13 +109,17 @@ struct FusedLists {
 // byte is 0 (outliers and the codes a byte cannot hold) in lists.escape_idx,
 // lists.outlier_idx empty; the lists' capacity is then n / 512 (at least
 // 65,536), and lists.valid false means the bytes are unusable.
+// on_histogram runs as soon as lists.hist_host, the counts and valid are
+// set, before the lists' sorts are launched (so that host work there, the
+// caller's codebook, overlaps them).
 // Whether lorenzo_fused_compress3d takes the case (else it returns false).
 bool lorenzo_fused3d_takes(const LorenzoShape& shape, std::uint32_t radius);
 template <class T, class C>
 bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const LorenzoShape& shape,
                               const quantize::QuantParams& qp, std::uint32_t radius, C* codes,
                               std::uint64_t* hist, FusedLists& lists,
-                              pipeline::Workspace<Kokkos::CudaSpace>::Lease& ws);
+                              pipeline::Workspace<Kokkos::CudaSpace>::Lease& ws,
+                              const std::function<void()>& on_histogram);
 
 // The outliers among byte codes' escapes (entries (i << 16) | code,
 // increasing; quantize/byte_codes.hpp): the i of the n_outliers entries of

@@ -589,23 +589,161 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 
 using WS = pipeline::Workspace<Kokkos::CudaSpace>;
 
-// Sorts count keys of idx increasingly through alt (CUB's double buffer);
-// returns the buffer that holds the result.
-std::uint64_t* sort_indices(const Kokkos::Cuda& space, std::uint64_t* idx, std::uint64_t* alt, std::uint64_t count,
-                            std::uint64_t n, WS::Lease& ws) {
-  if (count < 2) return idx;
-  int end_bit = 1;
-  while (end_bit < 64 && (std::uint64_t(1) << end_bit) < n) ++end_bit;
-  cub::DoubleBuffer<std::uint64_t> keys(idx, alt);
-  std::size_t temp_bytes = 0;
-  check(cub::DeviceRadixSort::SortKeys(nullptr, temp_bytes, keys, static_cast<int>(count), 0, end_bit,
-                                       space.cuda_stream()),
-        "radix sort size");
-  auto temp = ws.get<unsigned char>(WS::kSortTemp, temp_bytes, "ksz::sort_temp");
-  check(cub::DeviceRadixSort::SortKeys(temp.data(), temp_bytes, keys, static_cast<int>(count), 0, end_bit,
-                                       space.cuda_stream()),
-        "radix sort");
-  return keys.Current();
+// Sorting the fused lists. The fused kernel appends entries (distinct
+// element indices below n) in whatever order its blocks finish. All lists of
+// a call are sorted together: bucketed on the index's high bits (buckets of
+// 2^kBucketLog indices, list by list: a count, a scan and a scatter), then
+// each bucket ordered through a bitmap of its indices. Five calls on the
+// host for every list: CUB's radix sort spent 50-150 us of host time a list
+// on the H200 hosts, with the device waiting.
+constexpr int kBucketLog = 14;
+constexpr std::uint32_t kBucketWords = (1u << kBucketLog) / 32;  // a bucket's bitmap
+constexpr int kOrderWarps = 8;                                  // buckets a block of bucket_order_kernel
+constexpr std::uint32_t kScanThreads = 1024, kScanPer = 32, kScanTile = kScanThreads * kScanPer;
+constexpr int kMaxSortLists = 3;
+
+// Lists sorted together: list k's entries are [first[k], first[k + 1]) of
+// the concatenation, its buckets [k nb, (k + 1) nb) of the scan.
+struct SortLists {
+  const std::uint64_t* in[kMaxSortLists];
+  std::uint64_t* out[kMaxSortLists];
+  std::uint32_t first[kMaxSortLists + 1];
+  int m;
+  std::uint64_t nb;  // buckets a list
+
+  __device__ int list_of(std::uint32_t j) const {
+    int k = 0;
+    while (k + 1 < m && j >= first[k + 1]) ++k;
+    return k;
+  }
+};
+
+__global__ void bucket_count_kernel(const SortLists l, std::uint32_t* __restrict__ cnt) {
+  const std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= l.first[l.m]) return;
+  const int k = l.list_of(j);
+  atomicAdd(&cnt[k * l.nb + (l.in[k][j - l.first[k]] >> kBucketLog)], 1u);
+}
+
+// Exclusive scan of cnt[0, tiles kScanTile) in place by one block: per tile,
+// each thread's kScanPer consecutive counts (16-byte loads, all in flight at
+// once), a block scan of their sums, and the tiles' carry.
+__global__ void __launch_bounds__(kScanThreads) bucket_scan_kernel(std::uint32_t* __restrict__ cnt, std::uint64_t tiles) {
+  __shared__ std::uint32_t warp_before[32], tile_total;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  std::uint32_t carry = 0;
+  for (std::uint64_t t = 0; t < tiles; ++t) {
+    uint4* p = reinterpret_cast<uint4*>(cnt + t * kScanTile + threadIdx.x * kScanPer);
+    uint4 v[kScanPer / 4];
+#pragma unroll
+    for (std::uint32_t k = 0; k < kScanPer / 4; ++k) v[k] = p[k];
+    std::uint32_t sum = 0;
+#pragma unroll
+    for (std::uint32_t k = 0; k < kScanPer / 4; ++k) sum += v[k].x + v[k].y + v[k].z + v[k].w;
+    const std::uint32_t incl = warp::scan_inclusive(sum);
+    if (lane == 31) warp_before[w] = incl;
+    __syncthreads();
+    if (w == 0) {
+      const std::uint32_t x = warp_before[lane], xi = warp::scan_inclusive(x);
+      warp_before[lane] = xi - x;
+      if (lane == 31) tile_total = xi;
+    }
+    __syncthreads();
+    std::uint32_t run = carry + warp_before[w] + incl - sum;
+#pragma unroll
+    for (std::uint32_t k = 0; k < kScanPer / 4; ++k) {
+      uint4 o;
+      o.x = run, run += v[k].x;
+      o.y = run, run += v[k].y;
+      o.z = run, run += v[k].z;
+      o.w = run, run += v[k].w;
+      p[k] = o;
+    }
+    carry += tile_total;
+    __syncthreads();  // warp_before and tile_total are rewritten by the next tile
+  }
+}
+
+// Each entry to the next free place of its bucket: cursor (the scan's
+// starts) ends as each bucket's end.
+__global__ void bucket_scatter_kernel(const SortLists l, std::uint32_t* __restrict__ cursor) {
+  const std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+  if (j >= l.first[l.m]) return;
+  const int k = l.list_of(j);
+  const std::uint64_t key = l.in[k][j - l.first[k]];
+  l.out[k][atomicAdd(&cursor[k * l.nb + (key >> kBucketLog)], 1u) - l.first[k]] = key;
+}
+
+// A warp a bucket: its entries into a bitmap, then written back in bit order.
+__global__ void __launch_bounds__(32 * kOrderWarps)
+    bucket_order_kernel(const SortLists l, const std::uint32_t* __restrict__ end) {
+  __shared__ std::uint32_t bitmaps[kOrderWarps][kBucketWords];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const std::uint64_t vb = std::uint64_t(blockIdx.x) * kOrderWarps + w;
+  if (vb >= l.m * l.nb) return;  // warp-uniform, as below: no block barrier follows
+  const std::uint32_t s = vb ? end[vb - 1] : 0u, e = end[vb];
+  if (e - s < 2) return;
+  const int k = static_cast<int>(vb / l.nb);
+  std::uint64_t* keys = l.out[k] - l.first[k];  // indexed by concatenated positions
+  std::uint32_t* bm = bitmaps[w];
+  for (std::uint32_t i = lane; i < kBucketWords; i += 32) bm[i] = 0;
+  __syncwarp();
+  constexpr std::uint32_t kMask = (1u << kBucketLog) - 1;
+  for (std::uint32_t i = s + lane; i < e; i += 32) {
+    const std::uint32_t x = static_cast<std::uint32_t>(keys[i]) & kMask;
+    atomicOr(&bm[x >> 5], 1u << (x & 31));
+  }
+  __syncwarp();
+  constexpr std::uint32_t kPerLane = kBucketWords / 32;
+  std::uint32_t words[kPerLane], c = 0;
+#pragma unroll
+  for (std::uint32_t q = 0; q < kPerLane; ++q) {
+    words[q] = bm[kPerLane * lane + q];
+    c += __popc(words[q]);
+  }
+  std::uint32_t pos = s + warp::scan_inclusive(c) - c;
+  const std::uint64_t base = (vb % l.nb) << kBucketLog;
+#pragma unroll
+  for (std::uint32_t q = 0; q < kPerLane; ++q)
+    for (std::uint32_t v = words[q]; v; v &= v - 1)
+      keys[pos++] = base + 32 * (kPerLane * lane + q) + (__ffs(v) - 1);
+}
+static_assert(kBucketWords % 32 == 0, "bucket bitmap words a lane");
+
+// A list to sort: count keys (distinct, below n) in `in`, sorted into `out`
+// (another buffer of count entries).
+struct ListToSort {
+  const std::uint64_t* in;
+  std::uint64_t* out;
+  std::uint64_t count;
+};
+
+// Sorts the lists of at least two entries (their total below 2^32) on
+// space; keys below n.
+void sort_lists(const Kokkos::Cuda& space, const ListToSort (&lists)[kMaxSortLists], std::uint64_t n, WS::Lease& ws) {
+  SortLists l{};
+  l.nb = (n + (1u << kBucketLog) - 1) >> kBucketLog;
+  std::uint64_t total = 0;
+  for (const ListToSort& x : lists) {
+    if (x.count < 2) continue;
+    l.in[l.m] = x.in, l.out[l.m] = x.out, l.first[l.m] = static_cast<std::uint32_t>(total);
+    total += x.count;
+    ++l.m;
+  }
+  if (l.m == 0) return;
+  KSZ_EXPECTS(total < (std::uint64_t(1) << 32), "internal: ", total, " list entries to sort");
+  l.first[l.m] = static_cast<std::uint32_t>(total);
+  const std::uint64_t tiles = (l.m * l.nb + kScanTile - 1) / kScanTile;
+  auto cnt = ws.get<std::uint32_t>(WS::kSortTemp, tiles * kScanTile, "ksz::sort_buckets");
+  cudaStream_t st = space.cuda_stream();
+  check(cudaMemsetAsync(cnt.data(), 0, tiles * kScanTile * sizeof(std::uint32_t), st), "sort buckets reset");
+  const unsigned grid = static_cast<unsigned>((total + kThreads - 1) / kThreads);
+  bucket_count_kernel<<<grid, kThreads, 0, st>>>(l, cnt.data());
+  bucket_scan_kernel<<<1, kScanThreads, 0, st>>>(cnt.data(), tiles);
+  bucket_scatter_kernel<<<grid, kThreads, 0, st>>>(l, cnt.data());
+  bucket_order_kernel<<<static_cast<unsigned>((l.m * l.nb + kOrderWarps - 1) / kOrderWarps), 32 * kOrderWarps, 0,
+                        st>>>(l, cnt.data());
+  check(cudaGetLastError(), "bucket sort");
 }
 
 }  // namespace
@@ -619,7 +757,8 @@ bool lorenzo_fused3d_takes(const LorenzoShape& s, std::uint32_t radius) {
 template <class T, class C>
 bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const LorenzoShape& s,
                               const quantize::QuantParams& qp, std::uint32_t radius, C* codes,
-                              std::uint64_t* hist, FusedLists& lists, WS::Lease& ws) {
+                              std::uint64_t* hist, FusedLists& lists, WS::Lease& ws,
+                              const std::function<void()>& on_histogram) {
   constexpr bool kBytes = sizeof(C) == 1;
   if (!lorenzo_fused3d_takes(s, radius) || (kBytes && radius < quantize::kByteCodesMinRadius)) return false;
   const std::uint64_t n = s.n0 * s.n1 * s.n2;
@@ -629,9 +768,9 @@ bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const Lore
   // takes the compaction path (the count is still exact). With byte codes the
   // lists are smaller (they count towards the peak the byte codes lower;
   // 2 MiB each at 512^3), and past them the caller codes in 16 bits instead.
-  // The radix sort takes int counts.
+  // Their sort counts in 32 bits (three lists).
   const std::uint64_t cap =
-      std::min<std::uint64_t>({std::max<std::uint64_t>(65536, kBytes ? n / 512 : n / 64), n, 0x7FFFFFFFull});
+      std::min<std::uint64_t>({std::max<std::uint64_t>(65536, kBytes ? n / 512 : n / 64), n, 0x3FFFFFFFull});
   auto ol = ws.get<std::uint64_t>(WS::kOutliers, cap, "ksz::outlier_index");
   auto vl = ws.get<std::uint64_t>(WS::kVerbatim, cap, "ksz::verbatim_index");
   auto el = ws.get<std::uint64_t>(WS::kEscapes, kBytes ? cap : 0, "ksz::escape_index");
@@ -669,18 +808,19 @@ bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const Lore
   lists.n_verbatim = hc[0];
   lists.n_outliers = hc[1];
   lists.valid = hc[0] <= cap && hc[1] <= cap && hc[2] <= cap;
+  if (on_histogram) on_histogram();
   if (lists.valid) {
     auto oa = ws.get<std::uint64_t>(WS::kOutliersAlt, hc[1], "ksz::outlier_alt");
     auto va = ws.get<std::uint64_t>(WS::kVerbatimAlt, hc[0], "ksz::verbatim_alt");
     auto ea = ws.get<std::uint64_t>(WS::kEscapesAlt, hc[2], "ksz::escape_alt");
-    std::uint64_t* o = sort_indices(space, ol.data(), oa.data(), hc[1], n, ws);
-    std::uint64_t* v = sort_indices(space, vl.data(), va.data(), hc[0], n, ws);
-    std::uint64_t* e = sort_indices(space, el.data(), ea.data(), hc[2], n, ws);
+    sort_lists(space, {{ol.data(), oa.data(), hc[1]}, {vl.data(), va.data(), hc[0]}, {el.data(), ea.data(), hc[2]}},
+               n, ws);
     lists.keep[0] = ol, lists.keep[1] = vl, lists.keep[2] = oa, lists.keep[3] = va, lists.keep[4] = el,
     lists.keep[5] = ea;
-    lists.outlier_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(o, hc[1]);
-    lists.verbatim_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(v, hc[0]);
-    lists.escape_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(e, hc[2]);
+    // Lists of one entry stay where they are (sort_lists skips them).
+    lists.outlier_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(hc[1] < 2 ? ol.data() : oa.data(), hc[1]);
+    lists.verbatim_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(hc[0] < 2 ? vl.data() : va.data(), hc[0]);
+    lists.escape_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(hc[2] < 2 ? el.data() : ea.data(), hc[2]);
   }
   return true;
 }
@@ -717,7 +857,7 @@ bool byte_code_outliers(const Kokkos::Cuda& space, const std::uint64_t* escapes,
 #define KSZ_FUSED3D(T, C)                                                                                        \
   template bool lorenzo_fused_compress3d<T, C>(const Kokkos::Cuda&, const T*, const LorenzoShape&,             \
                                                const quantize::QuantParams&, std::uint32_t, C*, std::uint64_t*, \
-                                               FusedLists&, WS::Lease&);
+                                               FusedLists&, WS::Lease&, const std::function<void()>&);
 KSZ_FUSED3D(float, std::uint16_t)
 KSZ_FUSED3D(double, std::uint16_t)
 KSZ_FUSED3D(float, std::uint8_t)

@@ -2,8 +2,10 @@
 #pragma once
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/encode/huffman/codebook.hpp"
@@ -14,6 +16,7 @@
 #include "portable/quantize/byte_codes.hpp"
 #include "portable/quantize/outliers.hpp"
 #include "portable/quantize/prequant.hpp"
+#include "src/core/host_workers.hpp"
 #include "src/pipeline/lorenzo_pipeline.hpp"
 #include "src/pipeline/pipeline_common.hpp"
 #include "src/pipeline/stage_timer.hpp"
@@ -61,6 +64,10 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
   const quantize::QuantParams qp = quant_params(abs_bound, range);
   timer.mark("value range");
+  // On GPUs the codebook's thread (below) waits hot through the fused pass
+  // (0.5 ms at 512^3 on an H200; twice that allowed).
+  if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible)
+    HostWorkers::warm(std::chrono::microseconds(200 + n / 128));
 
   std::uint32_t chunk[3];
   const Shape3 shape = effective_shape(dims);
@@ -88,6 +95,16 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   Kokkos::View<const std::uint64_t*, Mem> out_idx, verb_idx;
   bool have_lists = false;  // the fused kernel already listed outliers and verbatim elements
   Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist_h;  // filled by the fused kernel's call, or copied below
+  // The Huffman codebook and its tables (host work, package-merge at tight
+  // bounds) are built on a thread of their own from a copy of the histogram
+  // as soon as it is on the host, while this thread launches the list sorts
+  // and the outlier kernels.
+  std::future<huffman::HostCodebook> book_task;
+  const auto start_codebook = [&book_task, nsym](const std::uint64_t* h) {
+    book_task = HostWorkers::run([counts = std::vector<std::uint64_t>(h, h + nsym), nsym] {
+      return huffman::host_codebook(counts.data(), nsym);
+    });
+  };
 #if defined(KSZ_HAVE_CUDA)
   // At function scope: without a workspace lease they own the lists' memory.
   cuda_spec::FusedLists byte_lists, wide_lists;
@@ -97,8 +114,9 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     const bool fast3d = cuda_spec::lorenzo_fused3d_takes(cs, radius);
     if (fast3d && radius >= quantize::kByteCodesMinRadius && !cuda_spec::wide_codes()) {
       const auto b = ws.template get<std::uint8_t>(Workspace<Mem>::kCodes, n, "ksz::byte_codes");
-      fused = cuda_spec::lorenzo_fused_compress3d<T, std::uint8_t>(space, in.data(), cs, qp, radius, b.data(),
-                                                                    hist.data(), byte_lists, ws);
+      fused = cuda_spec::lorenzo_fused_compress3d<T, std::uint8_t>(
+          space, in.data(), cs, qp, radius, b.data(), hist.data(), byte_lists, ws,
+          [&] { if (byte_lists.valid) start_codebook(byte_lists.hist_host.data()); });
       if (fused && byte_lists.valid) {
         bytes = b;
         escapes = byte_lists.escape_idx;
@@ -108,8 +126,9 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     }
     if (fast3d && !fused) {
       lists = &wide_lists;
-      fused = cuda_spec::lorenzo_fused_compress3d<T, std::uint16_t>(space, in.data(), cs, qp, radius,
-                                                                     wide_codes().data(), hist.data(), wide_lists, ws);
+      fused = cuda_spec::lorenzo_fused_compress3d<T, std::uint16_t>(
+          space, in.data(), cs, qp, radius, wide_codes().data(), hist.data(), wide_lists, ws,
+          [&] { start_codebook(wide_lists.hist_host.data()); });
     }
     if (fused) {
       n_verbatim = lists->n_verbatim;
@@ -156,8 +175,9 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
     space.fence();
     timer.mark("histogram");
   }
-  // Outlier and verbatim lists and values before the codebook: on GPUs their
-  // kernels run while the host builds it (no fence between them), hence one
+  if (!book_task.valid()) start_codebook(hist_h.data());
+  // Outlier and verbatim lists and values while the codebook is built: on
+  // GPUs their kernels run meanwhile (no fence between them), hence one
   // stage, "outliers+codebook". Lists not made by a fused kernel come from a
   // prefix-scan compaction (increasing order on every backend); their sizes
   // are already known, so empty lists cost nothing.
@@ -219,9 +239,10 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   Kokkos::parallel_for(
       "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_idx.extent(0)),
       KOKKOS_LAMBDA(const std::uint64_t j) { verb_val(j) = in(verb_idx(j)); });
-  const huffman::Codebook book = huffman::build_codebook(hist_h.data(), nsym);
+  const huffman::HostCodebook built = book_task.get();
+  const huffman::Codebook& book = built.book;
   const huffman::DeviceCodebook<ExecSpace> dbook(
-      book, space,
+      built.tables, space,
       ws.template get<std::uint32_t>(Workspace<Mem>::kHuffTables,
                                      huffman::DeviceCodebook<ExecSpace>::room_words(nsym), "ksz::huffman::tables"));
   timer.mark("outliers+codebook");

@@ -390,13 +390,13 @@ constexpr DType dtype_of() {
 // A codebook's device tables, in the workspace's table slot when the caller
 // passes a lease (else in an allocation of their own).
 template <class ExecSpace>
-huffman::DeviceCodebook<ExecSpace> device_codebook(const ExecSpace& space, const huffman::Codebook& book,
+huffman::DeviceCodebook<ExecSpace> device_codebook(const ExecSpace& space, const huffman::TableImage& tables,
                                                    typename Workspace<typename ExecSpace::memory_space>::Lease* ws) {
   using WS = Workspace<typename ExecSpace::memory_space>;
-  if (!ws) return huffman::DeviceCodebook<ExecSpace>(book, space);
+  if (!ws) return huffman::DeviceCodebook<ExecSpace>(tables, space);
   return huffman::DeviceCodebook<ExecSpace>(
-      book, space,
-      ws->template get<std::uint32_t>(WS::kHuffTables, huffman::DeviceCodebook<ExecSpace>::room_words(book.nsym()),
+      tables, space,
+      ws->template get<std::uint32_t>(WS::kHuffTables, huffman::DeviceCodebook<ExecSpace>::room_words(tables.nsym),
                                       "ksz::huffman::tables"));
 }
 
@@ -436,7 +436,7 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
                                      LosslessId pass, Timer& timer, Report* report,
                                      const std::uint64_t* known_hist = nullptr,
                                      typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
-                                     const huffman::Codebook* prebuilt = nullptr) {
+                                     const huffman::HostCodebook* prebuilt = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint32_t nsym = 2 * radius;
   // The codes' histogram: counted here unless the caller already knows it
@@ -452,10 +452,12 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   }
   // A caller that knew the histogram may have built the codebook already
   // (from these counts), on the host while its device work ran.
-  const huffman::Codebook book = prebuilt ? *prebuilt : huffman::build_codebook(counts, nsym);
+  const huffman::HostCodebook built = prebuilt ? huffman::HostCodebook{} : huffman::host_codebook(counts, nsym);
+  const huffman::HostCodebook& hb = prebuilt ? *prebuilt : built;
+  const huffman::Codebook& book = hb.book;
   // With a workspace: the tables in it, and the encoder's one pass (its
   // bitstream sized by words_bound), as the Lorenzo pipeline does.
-  const huffman::DeviceCodebook<ExecSpace> dbook = device_codebook(space, book, ws);
+  const huffman::DeviceCodebook<ExecSpace> dbook = device_codebook(space, hb.tables, ws);
   timer.mark(prebuilt ? "codebook tables" : "codebook");
   const std::uint64_t n = codes.extent(0);
   const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, ws, subchunk,
@@ -488,7 +490,7 @@ Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> huffman_decode_co
   KSZ_STREAM_CHECK(len_seg.size == 2ull * radius, "codebook has ", len_seg.size, " lengths, expected ",
                    2ull * radius);
   const huffman::Codebook book = huffman::codebook_from_lengths(len_seg.data, len_seg.size);
-  const huffman::DeviceCodebook<ExecSpace> dbook = device_codebook(space, book, ws);
+  const huffman::DeviceCodebook<ExecSpace> dbook = device_codebook(space, huffman::table_image(book), ws);
   auto offsets =
       to_device<std::uint64_t>(space, s.require(SegmentId::HuffmanChunkOffsets), n_chunks + 1, "chunk offsets");
   const auto runs = run_bits_of(space, s, n, hchunk);

@@ -41,6 +41,7 @@ void run_matrix() {
     Pattern p;
     double bound;
     std::uint32_t radius, hchunk;
+    std::uint64_t nan_every = 0;  // more verbatim elements: a NaN every so many
   };
   const Case cases[] = {
       {{64, 48, 40}, Pattern::Noisy, 1e-4, 512, 4096},   // partial chunks in y/z, outliers
@@ -52,12 +53,18 @@ void run_matrix() {
       {{16, 16, 16}, Pattern::Constant, 1e-3, 512, 4096},  // one chunk, one symbol
       {{128, 128, 64}, Pattern::Noisy, 1e-7, 512, 2048},   // outliers beyond the fused lists' capacity
       {{96, 32, 20}, Pattern::Smooth, 1e-4, 2048, 8192},   // largest 3D fast-path radius, 8192-symbol chunks
-      {{48, 40, 36}, Pattern::Noisy, 1e-4, 512, 333}       // byte codes with listed ones, chunks the one pass refuses
+      {{48, 40, 36}, Pattern::Noisy, 1e-4, 512, 333},      // byte codes with listed ones, chunks the one pass refuses
+      // The fused lists sorted together, each over many buckets: 5,324
+      // verbatim elements beside ~2,800 listed byte codes, then beside
+      // 14,382 outliers of 16-bit codes.
+      {{96, 80, 70}, Pattern::Spiky, 1e-3, 512, 4096, 101},
+      {{96, 80, 70}, Pattern::Spiky, 1e-3, 64, 4096, 101}
   };
   for (const Case& c : cases) {
     const Dims d = dims_of(c.ext);
     std::vector<T> f = make_field<T>(c.p, d, 11);
     f[f.size() / 3] = std::numeric_limits<T>::quiet_NaN();  // a verbatim element
+    for (std::uint64_t i = 0; c.nan_every && i < f.size(); i += c.nan_every) f[i] = std::numeric_limits<T>::quiet_NaN();
     Options opt;
     opt.mode = ErrorMode::REL;
     opt.bound = c.bound;

@@ -19,6 +19,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "portable/encode/huffman/codebook.hpp"
 #include "portable/quantize/byte_codes.hpp"
@@ -292,19 +293,50 @@ Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> zeroed_status(
 
 }  // namespace impl
 
+// A Codebook's tables as DeviceCodebook keeps them, built and checked on the
+// host: a thread of its own can prepare them while the caller's thread
+// launches kernels, leaving only their copy to the device.
+struct TableImage {
+  std::size_t nsym = 0, n_used = 0;  // symbols, and those with a code
+  int max_length = 0;
+  // In 32-bit words: enc[nsym] | limit[kL+1] | first[kL+1] | offset[kL+1] |
+  // lut[2^kLutBits] | symbols (u16, packed), kL = kMaxCodeLength.
+  std::vector<std::uint32_t> words;
+  std::size_t o_limit() const { return nsym; }
+  std::size_t o_first() const { return o_limit() + kMaxCodeLength + 1; }
+  std::size_t o_offset() const { return o_first() + kMaxCodeLength + 1; }
+  std::size_t o_lut() const { return o_offset() + kMaxCodeLength + 1; }
+  std::size_t o_sym() const { return o_lut() + (std::size_t(1) << kLutBits); }
+};
+// Throws ksz::InvalidInput unless book has 1..kMaxSymbols symbols, lengths
+// <= kMaxCodeLength forming a prefix code, and the canonical codes of them.
+inline TableImage table_image(const Codebook& book);
+
+// A codebook built from a histogram, with its table image.
+struct HostCodebook {
+  Codebook book;
+  TableImage tables;
+};
+inline HostCodebook host_codebook(const std::uint64_t* hist, std::size_t nsym) {
+  HostCodebook c{build_codebook(hist, nsym), {}};
+  c.tables = table_image(c.book);
+  return c;
+}
+
 // A Codebook's tables in ExecSpace's memory. Cheap to copy (shares the views).
 template <class ExecSpace>
 struct DeviceCodebook {
   using memory_space = typename ExecSpace::memory_space;
 
-  // Throws ksz::InvalidInput unless book has 1..kMaxSymbols symbols, lengths
-  // <= kMaxCodeLength forming a prefix code, and the canonical codes of them.
-  explicit DeviceCodebook(const Codebook& book) : DeviceCodebook(book, ExecSpace()) {}
+  // Throws as table_image.
+  explicit DeviceCodebook(const Codebook& book) : DeviceCodebook(table_image(book), ExecSpace()) {}
   // The same, the tables copied on `space` (waits for that instance only),
   // into `room` when it holds room_words(book.nsym()) words (a workspace
   // buffer the caller keeps alive while the codebook is used), else into a
   // fresh allocation.
-  DeviceCodebook(const Codebook& book, const ExecSpace& space,
+  DeviceCodebook(const Codebook& book, const ExecSpace& space, Kokkos::View<std::uint32_t*, memory_space> room = {})
+      : DeviceCodebook(table_image(book), space, room) {}
+  DeviceCodebook(const TableImage& tables, const ExecSpace& space,
                  Kokkos::View<std::uint32_t*, memory_space> room = {});
   // Words of device memory a codebook of nsym symbols needs at most.
   static std::size_t room_words(std::size_t nsym) {
@@ -366,14 +398,13 @@ struct Runs {
   }
 };
 
-template <class ExecSpace>
-DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book, const ExecSpace& space,
-                                          Kokkos::View<std::uint32_t*, memory_space> room) {
+inline TableImage table_image(const Codebook& book) {
   const std::size_t nsym = book.nsym();
   KSZ_EXPECTS(nsym >= 1 && nsym <= kMaxSymbols, "huffman: codebook size ", nsym,
               " is outside [1, ", kMaxSymbols, "]");
   KSZ_EXPECTS(book.codes.size() == nsym, "huffman: codebook has ", book.codes.size(),
               " codes for ", nsym, " lengths");
+  TableImage t;
   std::uint32_t count[kMaxCodeLength + 1] = {};
   std::uint64_t kraft = 0;
   for (std::size_t s = 0; s < nsym; ++s) {
@@ -381,41 +412,30 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book, const ExecSpace&
     KSZ_EXPECTS(l <= kMaxCodeLength, "huffman: code length ", l, " exceeds ", kMaxCodeLength);
     if (l == 0) continue;
     ++count[l];
+    ++t.n_used;
     kraft += std::uint64_t(1) << (kMaxCodeLength - l);
-    if (l > m_max_length) m_max_length = l;
+    if (l > t.max_length) t.max_length = l;
   }
   KSZ_EXPECTS(kraft <= (std::uint64_t(1) << kMaxCodeLength), "huffman: lengths are no prefix code");
   KSZ_EXPECTS(impl::canonical_codes(book.lengths) == book.codes, "huffman: codes are not canonical");
-  m_nsym = nsym;
+  t.nsym = nsym;
 
-  // Every table in one device buffer filled by one copy: a stage that builds
-  // a codebook per call should not pay a dozen small allocations and
-  // synchronous copies (0.2-0.3 ms on a GPU). Layout, in 32-bit words:
-  // enc[nsym] | limit[kL+1] | first[kL+1] | offset[kL+1] | lut[2^kLutBits] | symbols (u16, packed).
   constexpr int kL = kMaxCodeLength;
-  std::uint32_t n_used = 0;
-  for (std::size_t s = 0; s < nsym; ++s) n_used += book.lengths[s] ? 1u : 0u;
-  const std::size_t o_limit = nsym, o_first = o_limit + kL + 1, o_offset = o_first + kL + 1,
-                    o_lut = o_offset + kL + 1, o_sym = o_lut + (std::size_t(1) << kLutBits),
-                    total = o_sym + (n_used + 1) / 2;
-  Kokkos::View<std::uint32_t*, Kokkos::HostSpace> h(Kokkos::view_alloc(Kokkos::WithoutInitializing,
-                                                                       std::string("ksz::huffman::tables_host")),
-                                                    total);
-  std::uint32_t* hp = h.data();
-  std::fill(hp, hp + total, 0u);
+  t.words.assign(t.o_sym() + (t.n_used + 1) / 2, 0u);
+  std::uint32_t* hp = t.words.data();
   for (std::size_t s = 0; s < nsym; ++s)
     hp[s] = book.lengths[s] ? (std::uint32_t(book.lengths[s]) << 24) | book.codes[s] : 0u;
   std::uint32_t code = 0, index = 0;
   for (int l = 1; l <= kL; ++l) {
     code = (code + count[l - 1]) << 1;  // count[0] is 0: absent symbols take no code
-    hp[o_first + l] = code;
-    hp[o_offset + l] = index;
+    hp[t.o_first() + l] = code;
+    hp[t.o_offset() + l] = index;
     index += count[l];
-    hp[o_limit + l] = (code + count[l]) << (kL - l);  // Kraft <= 1 keeps this <= 2^kL
+    hp[t.o_limit() + l] = (code + count[l]) << (kL - l);  // Kraft <= 1 keeps this <= 2^kL
   }
-  auto* h_symbols = reinterpret_cast<std::uint16_t*>(hp + o_sym);
+  auto* h_symbols = reinterpret_cast<std::uint16_t*>(hp + t.o_sym());
   std::uint32_t fill[kL + 1];
-  for (int l = 0; l <= kL; ++l) fill[l] = hp[o_offset + l];
+  for (int l = 0; l <= kL; ++l) fill[l] = hp[t.o_offset() + l];
   for (std::size_t s = 0; s < nsym; ++s) {
     if (book.lengths[s]) h_symbols[fill[book.lengths[s]]++] = static_cast<std::uint16_t>(s);
   }
@@ -424,8 +444,21 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book, const ExecSpace&
     if (l == 0 || l > kLutBits) continue;
     const std::uint32_t begin = book.codes[s] << (kLutBits - l);
     const std::uint32_t end = (book.codes[s] + 1) << (kLutBits - l);
-    for (std::uint32_t i = begin; i < end; ++i) hp[o_lut + i] = std::uint32_t(s) | (std::uint32_t(l) << 16);
+    for (std::uint32_t i = begin; i < end; ++i) hp[t.o_lut() + i] = std::uint32_t(s) | (std::uint32_t(l) << 16);
   }
+  return t;
+}
+
+template <class ExecSpace>
+DeviceCodebook<ExecSpace>::DeviceCodebook(const TableImage& t, const ExecSpace& space,
+                                          Kokkos::View<std::uint32_t*, memory_space> room) {
+  // Every table in one device buffer filled by one copy: a stage that builds
+  // a codebook per call should not pay a dozen small allocations and
+  // synchronous copies (0.2-0.3 ms on a GPU).
+  constexpr int kL = kMaxCodeLength;
+  m_nsym = t.nsym;
+  m_max_length = t.max_length;
+  const std::size_t total = t.words.size();
   constexpr bool scratch = !std::is_same<memory_space, Kokkos::HostSpace>::value;
   const std::size_t o_scratch = (total + 1) & ~std::size_t(1);  // 8-byte aligned
   const std::size_t need = scratch ? o_scratch + 2 * (std::size_t(1) << kLutBits) : total;
@@ -434,20 +467,22 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const Codebook& book, const ExecSpace&
                              : Kokkos::View<std::uint32_t*, memory_space>(
                                    Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::huffman::tables")),
                                    need);
+  const Kokkos::View<const std::uint32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
+      t.words.data(), total);
   Kokkos::deep_copy(space, Kokkos::subview(d, std::make_pair(std::size_t(0), total)), h);
-  space.fence();  // h is a temporary
+  space.fence();  // the caller may free t once this returns
   m_storage = d;
   if (scratch)
     m_scratch = Kokkos::View<unsigned long long*, memory_space>(
         reinterpret_cast<unsigned long long*>(d.data() + o_scratch), std::size_t(1) << kLutBits);
   const std::uint32_t* dp = d.data();
-  m_enc = Kokkos::View<const std::uint32_t*, memory_space>(dp, nsym);
-  m_dec.limit = Kokkos::View<const std::uint32_t*, memory_space>(dp + o_limit, kL + 1);
-  m_dec.first = Kokkos::View<const std::uint32_t*, memory_space>(dp + o_first, kL + 1);
-  m_dec.offset = Kokkos::View<const std::uint32_t*, memory_space>(dp + o_offset, kL + 1);
-  m_dec.lut = Kokkos::View<const std::uint32_t*, memory_space>(dp + o_lut, std::size_t(1) << kLutBits);
-  m_dec.symbols = Kokkos::View<const std::uint16_t*, memory_space>(reinterpret_cast<const std::uint16_t*>(dp + o_sym),
-                                                                     n_used);
+  m_enc = Kokkos::View<const std::uint32_t*, memory_space>(dp, t.nsym);
+  m_dec.limit = Kokkos::View<const std::uint32_t*, memory_space>(dp + t.o_limit(), kL + 1);
+  m_dec.first = Kokkos::View<const std::uint32_t*, memory_space>(dp + t.o_first(), kL + 1);
+  m_dec.offset = Kokkos::View<const std::uint32_t*, memory_space>(dp + t.o_offset(), kL + 1);
+  m_dec.lut = Kokkos::View<const std::uint32_t*, memory_space>(dp + t.o_lut(), std::size_t(1) << kLutBits);
+  m_dec.symbols = Kokkos::View<const std::uint16_t*, memory_space>(
+      reinterpret_cast<const std::uint16_t*>(dp + t.o_sym()), t.n_used);
 }
 
 // An upper bound on encode()'s words for n symbols of histogram hist (book's
