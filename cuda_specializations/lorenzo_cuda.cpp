@@ -616,13 +616,16 @@ struct SortLists {
     while (k + 1 < m && j >= first[k + 1]) ++k;
     return k;
   }
+  // Entry j of the concatenation (of list k) and its bucket in the scan.
+  __device__ std::uint64_t key(std::uint32_t j, int k) const { return in[k][j - first[k]]; }
+  __device__ std::uint64_t bucket(std::uint64_t key, int k) const { return k * nb + (key >> kBucketLog); }
 };
 
 __global__ void bucket_count_kernel(const SortLists l, std::uint32_t* __restrict__ cnt) {
   const std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= l.first[l.m]) return;
   const int k = l.list_of(j);
-  atomicAdd(&cnt[k * l.nb + (l.in[k][j - l.first[k]] >> kBucketLog)], 1u);
+  atomicAdd(&cnt[l.bucket(l.key(j, k), k)], 1u);
 }
 
 // Exclusive scan of cnt[0, tiles kScanTile) in place by one block: per tile,
@@ -670,8 +673,8 @@ __global__ void bucket_scatter_kernel(const SortLists l, std::uint32_t* __restri
   const std::uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
   if (j >= l.first[l.m]) return;
   const int k = l.list_of(j);
-  const std::uint64_t key = l.in[k][j - l.first[k]];
-  l.out[k][atomicAdd(&cursor[k * l.nb + (key >> kBucketLog)], 1u) - l.first[k]] = key;
+  const std::uint64_t key = l.key(j, k);
+  l.out[k][atomicAdd(&cursor[l.bucket(key, k)], 1u) - l.first[k]] = key;
 }
 
 // A warp a bucket: its entries into a bitmap, then written back in bit order.

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "portable/predict/spline/spline.hpp"
-#include "src/core/host_workers.hpp"
 #include "src/pipeline/interp_pipeline.hpp"
 #include "src/pipeline/pipeline_common.hpp"
 #include "src/pipeline/stage_timer.hpp"
@@ -163,10 +162,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   Kokkos::deep_copy(space, n_verbatim, nverb);
   space.fence();
   if (auto_radius) {
-    // On GPUs the codebook's thread (below) waits hot through the radius
-    // choice (0.2-0.4 ms at 512^3 on an H200; more allowed).
-    if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible)
-      HostWorkers::warm(std::chrono::microseconds(200 + n / 128));
+    warm_codebook_thread<Mem>(n);  // through the radius choice
     const Kokkos::View<std::uint64_t*, Mem> wide =
         ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
     histogram::histogram<ExecSpace>(space, codes, wide, coded_radius);
@@ -187,8 +183,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // 0.1-0.7 ms on the H200 hosts at 512^3, package-merge at tight bounds): the two
   // overlap (the listing below waits for the device on this thread).
   std::future<huffman::HostCodebook> book_task;
-  if (!hist.empty())
-    book_task = HostWorkers::run([counts = hist, radius] { return huffman::host_codebook(counts.data(), 2 * radius); });
+  if (!hist.empty()) book_task = codebook_async(hist.data(), 2 * radius);
 
   const auto zero_idx = outliers::compact_counted(
       space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index", zero_counts,

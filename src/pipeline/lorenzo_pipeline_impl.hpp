@@ -16,7 +16,6 @@
 #include "portable/quantize/byte_codes.hpp"
 #include "portable/quantize/outliers.hpp"
 #include "portable/quantize/prequant.hpp"
-#include "src/core/host_workers.hpp"
 #include "src/pipeline/lorenzo_pipeline.hpp"
 #include "src/pipeline/pipeline_common.hpp"
 #include "src/pipeline/stage_timer.hpp"
@@ -64,10 +63,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
   const quantize::QuantParams qp = quant_params(abs_bound, range);
   timer.mark("value range");
-  // On GPUs the codebook's thread (below) waits hot through the fused pass
-  // (0.5 ms at 512^3 on an H200; twice that allowed).
-  if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible)
-    HostWorkers::warm(std::chrono::microseconds(200 + n / 128));
+  warm_codebook_thread<Mem>(n);  // through the fused pass
 
   std::uint32_t chunk[3];
   const Shape3 shape = effective_shape(dims);
@@ -95,16 +91,11 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   Kokkos::View<const std::uint64_t*, Mem> out_idx, verb_idx;
   bool have_lists = false;  // the fused kernel already listed outliers and verbatim elements
   Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist_h;  // filled by the fused kernel's call, or copied below
-  // The Huffman codebook and its tables (host work, package-merge at tight
-  // bounds) are built on a thread of their own from a copy of the histogram
-  // as soon as it is on the host, while this thread launches the list sorts
-  // and the outlier kernels.
+  // The Huffman codebook is built on a thread of its own from the moment the
+  // histogram is on the host, while this thread launches the list sorts and
+  // the outlier kernels.
   std::future<huffman::HostCodebook> book_task;
-  const auto start_codebook = [&book_task, nsym](const std::uint64_t* h) {
-    book_task = HostWorkers::run([counts = std::vector<std::uint64_t>(h, h + nsym), nsym] {
-      return huffman::host_codebook(counts.data(), nsym);
-    });
-  };
+  const auto start_codebook = [&book_task, nsym](const std::uint64_t* h) { book_task = codebook_async(h, nsym); };
 #if defined(KSZ_HAVE_CUDA)
   // At function scope: without a workspace lease they own the lists' memory.
   cuda_spec::FusedLists byte_lists, wide_lists;
