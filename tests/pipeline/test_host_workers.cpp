@@ -44,5 +44,13 @@ TEST(HostWorkers, ATaskNeverWaitsForAnotherToFinish) {
   EXPECT_TRUE(first.get());
 }
 
+TEST(HostWorkers, AWarmedThreadTakesTheNextJobAtOnce) {
+  // Polling for a long time must not keep the job waiting for the poll's end.
+  HostWorkers::warm(std::chrono::seconds(30));
+  auto f = HostWorkers::run([] { return 11; });
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(f.get(), 11);
+}
+
 }  // namespace
 }  // namespace ksz::test
