@@ -4,6 +4,9 @@
 // arena: on an H200 host the caller's launches took 30-40 us longer and a
 // 0.09 ms codebook took 0.23 ms. A task runs on an idle kept thread, or on a
 // new one that is then kept (so concurrent callers never wait on each other).
+// Not for processes that fork after using it: the child inherits the
+// bookkeeping of threads it does not have (the pipelines use it on GPUs only,
+// where CUDA rules fork out anyway).
 #pragma once
 #include <atomic>
 #include <chrono>

@@ -183,7 +183,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // 0.1-0.7 ms on the H200 hosts at 512^3, package-merge at tight bounds): the two
   // overlap (the listing below waits for the device on this thread).
   std::future<huffman::HostCodebook> book_task;
-  if (!hist.empty()) book_task = codebook_async(hist.data(), 2 * radius);
+  if (!hist.empty()) book_task = codebook_async<Mem>(hist.data(), 2 * radius);
 
   const auto zero_idx = outliers::compact_counted(
       space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index", zero_counts,

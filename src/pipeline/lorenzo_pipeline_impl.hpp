@@ -95,7 +95,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   // histogram is on the host, while this thread launches the list sorts and
   // the outlier kernels.
   std::future<huffman::HostCodebook> book_task;
-  const auto start_codebook = [&book_task, nsym](const std::uint64_t* h) { book_task = codebook_async(h, nsym); };
+  const auto start_codebook = [&book_task, nsym](const std::uint64_t* h) { book_task = codebook_async<Mem>(h, nsym); };
 #if defined(KSZ_HAVE_CUDA)
   // At function scope: without a workspace lease they own the lists' memory.
   cuda_spec::FusedLists byte_lists, wide_lists;

@@ -402,13 +402,20 @@ huffman::DeviceCodebook<ExecSpace> device_codebook(const ExecSpace& space, const
                                       "ksz::huffman::tables"));
 }
 
-// The Huffman codebook and its table image, built on a kept host thread
+// The Huffman codebook and its table image, built on a thread of its own
 // from a copy of nsym counts (package-merge at tight bounds: 0.1-0.7 ms on the
-// H200 hosts) while the caller's thread launches device work.
-inline std::future<huffman::HostCodebook> codebook_async(const std::uint64_t* counts, std::size_t nsym) {
-  return HostWorkers::run([c = std::vector<std::uint64_t>(counts, counts + nsym), nsym] {
+// H200 hosts) while the caller's thread launches device work. On GPUs a kept
+// thread (HostWorkers, warm_codebook_thread); host backends start one a call,
+// so that a process keeps no threads a fork() would leave behind.
+template <class Mem>
+std::future<huffman::HostCodebook> codebook_async(const std::uint64_t* counts, std::size_t nsym) {
+  auto build = [c = std::vector<std::uint64_t>(counts, counts + nsym), nsym] {
     return huffman::host_codebook(c.data(), nsym);
-  });
+  };
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible)
+    return std::async(std::launch::async, std::move(build));
+  else
+    return HostWorkers::run(std::move(build));
 }
 
 // On GPUs, has that thread poll, hot, from now through a pass over n values
