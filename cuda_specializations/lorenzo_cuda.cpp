@@ -716,18 +716,19 @@ static_assert(kBucketWords % 32 == 0, "bucket bitmap words a lane");
 // A list to sort: count keys (distinct, below n) in `in`, sorted into `out`
 // (another buffer of count entries).
 struct ListToSort {
-  const std::uint64_t* in;
+  std::uint64_t* in;
   std::uint64_t* out;
   std::uint64_t count;
+  std::uint64_t* sorted = nullptr;  // set by sort_lists: out, or in for a list of fewer than two entries
 };
 
-// Sorts the lists of at least two entries (their total below 2^32) on
-// space; keys below n.
-void sort_lists(const Kokkos::Cuda& space, const ListToSort (&lists)[kMaxSortLists], std::uint64_t n, WS::Lease& ws) {
+// Sorts the lists (their total below 2^32) on space; keys below n.
+void sort_lists(const Kokkos::Cuda& space, ListToSort (&lists)[kMaxSortLists], std::uint64_t n, WS::Lease& ws) {
   SortLists l{};
   l.nb = (n + (1u << kBucketLog) - 1) >> kBucketLog;
   std::uint64_t total = 0;
-  for (const ListToSort& x : lists) {
+  for (ListToSort& x : lists) {
+    x.sorted = x.count < 2 ? x.in : x.out;
     if (x.count < 2) continue;
     l.in[l.m] = x.in, l.out[l.m] = x.out, l.first[l.m] = static_cast<std::uint32_t>(total);
     total += x.count;
@@ -816,14 +817,14 @@ bool lorenzo_fused_compress3d(const Kokkos::Cuda& space, const T* in, const Lore
     auto oa = ws.get<std::uint64_t>(WS::kOutliersAlt, hc[1], "ksz::outlier_alt");
     auto va = ws.get<std::uint64_t>(WS::kVerbatimAlt, hc[0], "ksz::verbatim_alt");
     auto ea = ws.get<std::uint64_t>(WS::kEscapesAlt, hc[2], "ksz::escape_alt");
-    sort_lists(space, {{ol.data(), oa.data(), hc[1]}, {vl.data(), va.data(), hc[0]}, {el.data(), ea.data(), hc[2]}},
-               n, ws);
+    ListToSort sorts[kMaxSortLists] = {
+        {ol.data(), oa.data(), hc[1]}, {vl.data(), va.data(), hc[0]}, {el.data(), ea.data(), hc[2]}};
+    sort_lists(space, sorts, n, ws);
     lists.keep[0] = ol, lists.keep[1] = vl, lists.keep[2] = oa, lists.keep[3] = va, lists.keep[4] = el,
     lists.keep[5] = ea;
-    // Lists of one entry stay where they are (sort_lists skips them).
-    lists.outlier_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(hc[1] < 2 ? ol.data() : oa.data(), hc[1]);
-    lists.verbatim_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(hc[0] < 2 ? vl.data() : va.data(), hc[0]);
-    lists.escape_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(hc[2] < 2 ? el.data() : ea.data(), hc[2]);
+    lists.outlier_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(sorts[0].sorted, hc[1]);
+    lists.verbatim_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(sorts[1].sorted, hc[0]);
+    lists.escape_idx = Kokkos::View<std::uint64_t*, Kokkos::CudaSpace>(sorts[2].sorted, hc[2]);
   }
   return true;
 }
