@@ -30,10 +30,10 @@ using launch::check;
 unsigned grid_of(std::uint64_t nb) { return static_cast<unsigned>((nb + kWarps - 1) / kWarps); }
 
 // The `valid` (0..4) values from p[0]: one or two 16-byte loads when all four
-// are there and aligned.
-template <class T>
+// are there and aligned (Aligned: the caller knows p is).
+template <class T, bool Aligned = false>
 __device__ __forceinline__ void load4(const T* __restrict__ p, int valid, T v[4]) {
-  if (valid == 4 && (reinterpret_cast<std::uintptr_t>(p) & 15) == 0) {
+  if (valid == 4 && (Aligned || (reinterpret_cast<std::uintptr_t>(p) & 15) == 0)) {
     if constexpr (sizeof(T) == 4) {
       const float4 q = *reinterpret_cast<const float4*>(p);
       v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
@@ -557,26 +557,23 @@ __device__ __forceinline__ void put_totals(Result* r, const Sh& sh, std::uint64_
 // barriers, takes five (48 registers).
 constexpr int kOnePassBlocksPerSm = 4, kOnePassDecodeBlocksPerSm = 5;
 
-template <class T, int C, int NB>
-__global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
-    compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double e,
-                    T ef, std::uint8_t* __restrict__ kinds, T* __restrict__ medians, std::uint8_t* __restrict__ lead,
-                    std::uint8_t* __restrict__ payload, std::uint64_t cap, unsigned long long* __restrict__ state) {
+// One group. Full: every block of the group is whole and the input 16-byte
+// aligned, so the `valid` counts are the constant 4 and fold away.
+template <class T, int C, int NB, bool Full>
+__device__ __forceinline__ void compress_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
+                                               std::uint64_t ngroups, double e, T ef, double proof,
+                                               std::uint8_t* __restrict__ kinds, T* __restrict__ medians,
+                                               std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
+                                               std::uint64_t cap, unsigned long long* __restrict__ state,
+                                               typename Shape<T, C, NB>::U* __restrict__ stage,
+                                               Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
   constexpr int S = SH::S, kBits = SH::kBits, R = SH::R;
   constexpr std::uint32_t kBlock = SH::kBlock;
-  __shared__ __align__(16) U stage[SH::kStage];
-  __shared__ Shared<T, SH::kBlocks> sh;
   unsigned long long* const ticket = state + 2 * ngroups;
   auto* const result = reinterpret_cast<Result*>(ticket + 1);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
-  for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
-    reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
-  if (threadIdx.x == 0) sh.g = atomicAdd(ticket, 1ull);
-  __syncthreads();
-  const std::uint64_t g = sh.g;
   const std::uint64_t b0 = g * SH::kBlocks + std::uint64_t(w) * NB;  // this warp's first block
 
   // Read once (every chunk's loads in flight together).
@@ -585,10 +582,14 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
 #pragma unroll
   for (int r = 0; r < R; ++r) {
     const std::uint64_t b = b0 + r / C;
-    const std::uint32_t len = b < nb ? szx::block_len(b, n, kBlock) : 0;
     const std::uint32_t i0 = (r % C) * kChunk + 4 * lane;
-    valid[r] = valid_of(i0, len);
-    load4(in + b * kBlock + i0, valid[r], v[r]);
+    if constexpr (Full) {
+      valid[r] = 4;
+    } else {
+      const std::uint32_t len = b < nb ? szx::block_len(b, n, kBlock) : 0;
+      valid[r] = valid_of(i0, len);
+    }
+    load4<T, Full>(in + b * kBlock + i0, valid[r], v[r]);
   }
   U code[R][4];
   std::uint32_t acc[R];  // leading codes, 2 bits a value (the lead byte)
@@ -615,19 +616,23 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     bmn[j] = mn, bmx[j] = mx;
     finite[j] = __all_sync(warp::kFull, fin == T(0));
   }
-  const szx::BlockHead<T> head = szx::block_head<T>(reduce_scatter<NB>(bmn, MinOp{}), reduce_scatter<NB>(bmx, MaxOp{}), e);
+  const T hmn = reduce_scatter<NB>(bmn, MinOp{}), hmx = reduce_scatter<NB>(bmx, MaxOp{});
+  const szx::BlockHead<T> head = szx::block_head<T>(hmn, hmx, e);
+  // Bit 0: constant; bit 1: the bound is proven for every value (szx::bound_proven).
+  const int flags = int(head.constant) | (szx::bound_proven<T>(hmn, hmx, proof) ? 2 : 0);
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
     const std::uint64_t b = b0 + j;
     const int from = home_lane<NB>(j);
     szx::BlockHead<T> hd;
     hd.median = __shfl_sync(warp::kFull, head.median, from);
-    hd.constant = __shfl_sync(warp::kFull, static_cast<int>(head.constant), from) != 0;
+    const int fl = __shfl_sync(warp::kFull, flags, from);
+    hd.constant = (fl & 1) != 0;
     hd.len_bits = __shfl_sync(warp::kFull, head.len_bits, from);
     std::uint8_t kind = szx::kVerbatim;
     T med = T(0);
     std::uint32_t block_mid = 0;
-    if (b >= nb) {
+    if (!Full && b >= nb) {
       kind = szx::kConstant;  // past the end: adds nothing
     } else if (finite[j]) {
       if (hd.constant) {
@@ -640,11 +645,16 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
 #pragma unroll
         for (int r = j * C; r < j * C + C; ++r)
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            code[r][q] = szx::code_of<T>(v[r][q], m, shift);
-            const T d = v[r][q] - szx::value_of<T>(code[r][q], m, shift);
-            ok = ok && (q >= valid[r] || (d < 0 ? -d : d) <= ef);
-          }
+          for (int q = 0; q < 4; ++q) code[r][q] = szx::code_of<T>(v[r][q], m, shift);
+        if (!(fl & 2)) {
+#pragma unroll
+          for (int r = j * C; r < j * C + C; ++r)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const T d = v[r][q] - szx::value_of<T>(code[r][q], m, shift);
+              ok = ok && (q >= valid[r] || (d < 0 ? -d : d) <= ef);
+            }
+        }
         if (!__all_sync(warp::kFull, ok)) {  // the exact test (szx::within) where the fast one fails
           ok = true;
 #pragma unroll
@@ -804,6 +814,31 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
         if (k * S + i >= s0 && std::uint64_t(k * S + i) < s0 + total) ab[i] = static_cast<std::uint8_t>(x >> (8 * i));
     }
   }
+}
+
+template <class T, int C, int NB>
+__global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
+    compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double e,
+                    T ef, double proof, std::uint8_t* __restrict__ kinds, T* __restrict__ medians,
+                    std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload, std::uint64_t cap,
+                    unsigned long long* __restrict__ state) {
+  using SH = Shape<T, C, NB>;
+  using U = typename SH::U;
+  __shared__ __align__(16) U stage[SH::kStage];
+  __shared__ Shared<T, SH::kBlocks> sh;
+  static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
+  for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
+    reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
+  if (threadIdx.x == 0) sh.g = atomicAdd(state + 2 * ngroups, 1ull);
+  __syncthreads();
+  const std::uint64_t g = sh.g;
+  const bool full = (g + 1) * SH::kBlocks * SH::kBlock <= n && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0;
+  if (full)
+    compress_group<T, C, NB, true>(in, n, nb, ngroups, e, ef, proof, kinds, medians, lead, payload, cap, state, stage,
+                                   sh, g);
+  else
+    compress_group<T, C, NB, false>(in, n, nb, ngroups, e, ef, proof, kinds, medians, lead, payload, cap, state,
+                                    stage, sh, g);
 }
 
 template <class T, int C, int NB>
@@ -1214,10 +1249,11 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   const cudaStream_t st = space.cuda_stream();
   unsigned long long* const sp = zeroed_state(st, g, state, state_bytes);
   const T ef = szx::host::fast_bound(bound, T());
+  const double proof = szx::proof_threshold<T>(bound);
   with_shape<T>(g, [&](auto c, auto nbw) {
     onepass::compress_kernel<T, decltype(c)::value, decltype(nbw)::value>
-        <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound, ef, kinds, medians,
-                                                                lead, payload, payload_bytes, sp);
+        <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound, ef, proof, kinds,
+                                                                medians, lead, payload, payload_bytes, sp);
   });
   const onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel");
   totals = SzxOffsets{r.lead, r.mid, r.verb};

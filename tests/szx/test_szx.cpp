@@ -254,6 +254,51 @@ void host_paths_agree() {
   EXPECT_GT(coded, blocks / 4);
 }
 
+// szx::bound_proven lets the compressors skip the per-value test: wherever
+// it holds, every value of the block must pass that test. Blocks are drawn
+// near the proof's edges: magnitudes just under the threshold (roundings of
+// m + t near e / 16), radii just over e (non-constant blocks) or as wide as
+// the magnitudes (where v - m and m + t round), bounds down to the subnormal
+// cutoff, and sign changes through zero. A threshold 2^5 too generous fails.
+template <class T>
+void bound_proof_holds() {
+  using namespace ksz::szx;
+  using U = typename Bits<T>::U;
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  constexpr int p = std::numeric_limits<T>::digits;
+  std::uint64_t proven = 0, values = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int scale = int(rng() % 200) - 100;
+    const double e = std::ldexp(1.0 + unit(rng), sizeof(T) == 4 ? scale : 9 * scale);
+    const double thr = proof_threshold<T>(e);
+    if (!(thr > 0)) continue;
+    // Center: up to the threshold (sometimes just over it); spread: a few e.
+    const double c = (rng() % 2 ? 1 : -1) * thr * (rng() % 4 == 0 ? 1.0 + 1e-6 : unit(rng));
+    const int shape = int(rng() % 3);
+    const double spread = shape == 2 ? std::fabs(c) * (0.1 + 2 * unit(rng)) : e * (1.0 + 8 * unit(rng)) * (shape ? 1e3 : 1.0);
+    std::vector<T> x(1 + rng() % 128);
+    for (T& v : x) v = static_cast<T>(c + spread * (unit(rng) - 0.5) * 2);
+    T mn = x[0], mx = x[0];
+    for (const T v : x) mn = v < mn ? v : mn, mx = v > mx ? v : mx;
+    const BlockHead<T> hd = block_head<T>(mn, mx, e);
+    if (hd.constant || !bound_proven<T>(mn, mx, thr)) continue;
+    ++proven;
+    const int shift = Bits<T>::kTotal - hd.len_bits;
+    for (const T v : x) {
+      const U code = code_of<T>(v, hd.median, shift);
+      ASSERT_TRUE(within(static_cast<double>(v), static_cast<double>(value_of<T>(code, hd.median, shift)), e))
+          << "trial " << trial << " v " << v << " e " << e << " median " << hd.median << " bits " << hd.len_bits;
+      ++values;
+    }
+  }
+  // The proof must hold on a large share of the blocks drawn, or it proves nothing.
+  EXPECT_GT(proven, 5000u) << "precision " << p;
+  EXPECT_GT(values, 100000u);
+}
+TEST(SzxBoundProof, EveryValueOfAProvenBlockPassesF32) { bound_proof_holds<float>(); }
+TEST(SzxBoundProof, EveryValueOfAProvenBlockPassesF64) { bound_proof_holds<double>(); }
+
 TEST(SzxHostPaths, AgreeWithPortableBlocksF32) { host_paths_agree<float>(); }
 TEST(SzxHostPaths, AgreeWithPortableBlocksF64) { host_paths_agree<double>(); }
 

@@ -173,6 +173,33 @@ KOKKOS_INLINE_FUNCTION BlockHead<T> block_head(T mn, T mx, double e) {
   return {med, false, required_length<T>(r1 > r2 ? r1 : r2, e)};
 }
 
+// When every value of a finite, non-constant block decodes within e without
+// testing each one: max(|mn|, |mx|) <= proof_threshold<T>(e). The per-value
+// test then passes everywhere, so skipping it changes no byte. Why, with
+// p = 24 (f32) or 53 (f64) bits of precision and m the median:
+// - a = v - m rounded; R = kSignExp + exponent(r) - exponent(e) + 1 with r >= e
+//   (the block is not constant), so R > kSignExp; the code keeps a's top R
+//   bits, so the truncation |a - t| < 2^(exponent(a) - R + kSignExp) <= e / 2
+//   when exponent(a) <= exponent(r) (r bounds |a| up to rounding; where a
+//   rounds up to the next power of two it is that power, which truncation
+//   keeps exactly). R clamped at kTotal truncates nothing. For a subnormal
+//   a, |a - t| < the smallest normal, below e / 2 when e >= 2^-100 (f32) or
+//   2^-1000 (f64).
+// - the two roundings (v - m and m + t) add at most 2^-p (|v - m| + |m + t|)
+//   <= 2^-p 5 M, M = max(|mn|, |mx|), below e / 2 when M <= e 2^(p - 4).
+// - M <= 2^100 (2^1000) keeps m + t away from overflow.
+template <class T>
+inline double proof_threshold(double e) {
+  constexpr int p = std::numeric_limits<T>::digits, top = sizeof(T) == 4 ? 100 : 1000;
+  if (!(e >= std::ldexp(1.0, -top)) || !(e <= std::numeric_limits<double>::max())) return -1.0;
+  return std::fmin(std::ldexp(e, p - 4), std::ldexp(1.0, top));
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION bool bound_proven(T mn, T mx, double threshold) {
+  const T m = -mn > mx ? -mn : mx;
+  return static_cast<double>(m) <= threshold;
+}
+
 // The code of a value (normalize, keep the leading len_bits bits: Solution C)
 // and the value a code decodes to: the one formula both sides use.
 template <class T>
@@ -490,8 +517,9 @@ struct Cuts {
   }
 };
 
+// `proof`: proof_threshold<T>(e), or below 0 to test every value.
 template <class T>
-inline BlockPlan<T> plan_block(const T* x, std::uint32_t len, double e) {
+inline BlockPlan<T> plan_block(const T* x, std::uint32_t len, double e, double proof = -1.0) {
   using U = typename Bits<T>::U;
   BlockPlan<T> p{kVerbatim, T(0), 0};
   const MinMax<T> r = min_max(x, len);
@@ -505,7 +533,9 @@ inline BlockPlan<T> plan_block(const T* x, std::uint32_t len, double e) {
   const T med = hd.median;
   const int nbytes = bytes_of(hd.len_bits), shift = Bits<T>::kTotal - hd.len_bits;
   U codes[kMaxBlock + 1];
-  if (!codes_of<T, true>(x, len, med, shift, e, codes))
+  if (bound_proven<T>(r.mn, r.mx, proof))
+    codes_of<T, false>(x, len, med, shift, e, codes);
+  else if (!codes_of<T, true>(x, len, med, shift, e, codes))
     for (std::uint32_t i = 0; i < len; ++i)
       if (!within(static_cast<double>(x[i]), static_cast<double>(value_of<T>(codes[i + 1], med, shift)), e)) return p;
   const Cuts<U> cut(nbytes);
@@ -647,8 +677,9 @@ void plan(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::mem
   const std::uint64_t n = in.extent(0), nb = kinds.extent(0);
   if constexpr (kHostPath<ExecSpace>) {
     const T* x = in.data();
+    const double proof = proof_threshold<T>(bound);
     Kokkos::parallel_for("ksz::szx::plan", Kokkos::RangePolicy<ExecSpace>(space, 0, nb), [=](const std::uint64_t b) {
-      const BlockPlan<T> p = host::plan_block<T>(x + b * block, block_len(b, n, block), bound);
+      const BlockPlan<T> p = host::plan_block<T>(x + b * block, block_len(b, n, block), bound, proof);
       kinds(b) = p.kind;
       medians(b) = p.median;
       mid_count(b) = p.mid_bytes;
