@@ -841,6 +841,120 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
                                     stage, sh, g);
 }
 
+// Decoding finds each group's offsets (its blocks before it by kind, its
+// mid-bytes before it) from the kinds and leading codes alone first, then
+// decode_kernel decodes with them. One kernel did both with look-backs, and
+// its warps spent a third of their time at barriers while one of them
+// looked back.
+// After Result in the state buffer, four arrays of ngroups words: each
+// group's packed block counts (counts_of) and mid-bytes, then their
+// exclusive prefix sums (CUB scans), then the scans' scratch.
+struct GroupArrays {
+  unsigned long long *counts, *mids, *counts_before, *mids_before;
+  void* scratch;
+};
+// A kind a stream may hold: constant, verbatim, or a length of T's codes.
+template <class T>
+__device__ __forceinline__ bool valid_kind(std::uint8_t k) {
+  return k == szx::kConstant || k == szx::kVerbatim || (k >= szx::Bits<T>::kSignExp && k <= szx::Bits<T>::kTotal);
+}
+__host__ __device__ __forceinline__ GroupArrays group_arrays(unsigned long long* state, std::uint64_t ngroups) {
+  auto* const a = reinterpret_cast<unsigned long long*>(reinterpret_cast<Result*>(state + 2 * ngroups + 1) + 1);
+  return GroupArrays{a, a + ngroups, a + 2 * ngroups, a + 3 * ngroups, a + 4 * ngroups};
+}
+
+// Mid-bytes of a coded block of len values from its leading codes (what
+// decode_kernel's counts add up to); bad when a code claims more leading
+// bytes than the block's codes have. Codes past lead_size count as 0, as there.
+__device__ __forceinline__ std::uint32_t block_mid_bytes(const std::uint8_t* __restrict__ lead, std::uint64_t at,
+                                                         std::uint64_t lead_size, std::uint32_t len, int nbytes,
+                                                         bool& bad) {
+  std::uint32_t sum = 0;  // of the leading codes
+  const std::uint32_t nlead = (len + 3) / 4;
+  const bool whole = at + nlead <= lead_size && len % 4 == 0;
+  if (whole && (reinterpret_cast<std::uintptr_t>(lead + at) & 3) == 0) {
+    for (std::uint32_t i = 0; i < nlead / 4; ++i) {  // 16 codes a word
+      const std::uint32_t x = reinterpret_cast<const std::uint32_t*>(lead + at)[i];
+      sum += __popc(x & 0x55555555u) + 2 * __popc(x & 0xAAAAAAAAu);
+      if (nbytes < 3) bad = bad || (x & (x >> 1) & 0x55555555u) != 0;  // a code 3 > nbytes = 2
+    }
+    for (std::uint32_t i = nlead / 4 * 4; i < nlead; ++i) {
+      const std::uint32_t x = lead[at + i];
+      sum += __popc(x & 0x55u) + 2 * __popc(x & 0xAAu);
+      if (nbytes < 3) bad = bad || (x & (x >> 1) & 0x55u) != 0;
+    }
+    return len * static_cast<std::uint32_t>(nbytes) - sum;
+  }
+  std::uint32_t mid = 0;
+  for (std::uint32_t i = 0; i < len; ++i) {
+    const std::uint32_t x = at + i / 4 < lead_size ? lead[at + i / 4] : 0u;
+    const int l = (x >> (6 - 2 * (i & 3))) & 3;
+    bad = bad || l > nbytes;
+    mid += l <= nbytes ? static_cast<std::uint32_t>(nbytes - l) : 0u;
+  }
+  return mid;
+}
+
+// The offsets by reduce-then-scan (no look-back chain: one warp a group, in
+// any order): group_counts_kernel sums each group's packed block counts, a
+// scan makes them exclusive, group_mids_kernel then finds each block's
+// leading codes and sums the group's mid-bytes, and a second scan makes those
+// exclusive.
+template <class T, int C, int NB>
+__global__ void __launch_bounds__(kThreads)
+    group_counts_kernel(std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
+                        unsigned long long* __restrict__ state) {
+  using SH = Shape<T, C, NB>;
+  const std::uint64_t g = (std::uint64_t(blockIdx.x) * kThreads + threadIdx.x) / 32;
+  if (g >= ngroups) return;
+  const int lane = threadIdx.x & 31;
+  const std::uint64_t b = g * SH::kBlocks + lane;  // a lane per block
+  std::uint8_t k = lane < SH::kBlocks && b < nb ? kinds[b] : szx::kConstant;
+  if (!valid_kind<T>(k)) {
+    atomicOr(&reinterpret_cast<Result*>(state + 2 * ngroups + 1)->status, kBadKind);
+    k = szx::kConstant;
+  }
+  const std::uint64_t sum = warp::reduce_add(counts_of(k));
+  if (lane == 0) group_arrays(state, ngroups).counts[g] = sum;
+}
+
+template <class T, int C, int NB>
+__global__ void __launch_bounds__(kThreads)
+    group_mids_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
+                      const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
+                      unsigned long long* __restrict__ state) {
+  using SH = Shape<T, C, NB>;
+  const std::uint64_t g = (std::uint64_t(blockIdx.x) * kThreads + threadIdx.x) / 32;
+  if (g >= ngroups) return;
+  auto* const result = reinterpret_cast<Result*>(state + 2 * ngroups + 1);
+  const GroupArrays ga = group_arrays(state, ngroups);
+  const int lane = threadIdx.x & 31;
+  const std::uint64_t b = g * SH::kBlocks + lane;
+  std::uint8_t k = lane < SH::kBlocks && b < nb ? kinds[b] : szx::kConstant;
+  if (!valid_kind<T>(k)) k = szx::kConstant;  // reported by group_counts_kernel
+  const std::uint64_t c = counts_of(k), incl = warp::scan_inclusive(c);
+  const std::uint64_t cb = ga.counts_before[g];
+  bool bad = false;
+  std::uint32_t mid = 0;
+  if (szx::is_coded(k))
+    mid = block_mid_bytes(lead, ((cb + incl - c) >> kCountShift) * SH::kLeadPerBlock, lead_size,
+                          szx::block_len(b, n, SH::kBlock), szx::bytes_of(k), bad);
+  if (__any_sync(warp::kFull, bad) && lane == 0) atomicOr(&result->status, kBadCode);
+  const std::uint64_t sum = warp::reduce_add(static_cast<std::uint64_t>(mid));
+  if (lane == 0) ga.mids[g] = sum;
+  if (g + 1 == ngroups) {  // lead and verbatim totals (decode_kernel's last group adds the mid-bytes')
+    const int last = static_cast<int>(nb - 1 - g * SH::kBlocks);
+    const std::uint8_t lk = static_cast<std::uint8_t>(__shfl_sync(warp::kFull, static_cast<int>(k), last));
+    const std::uint64_t counts = cb + __shfl_sync(warp::kFull, incl, 31);
+    if (lane == 0) {
+      const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
+      result->lead = (counts >> kCountShift) * SH::kLeadPerBlock -
+                     (szx::is_coded(lk) ? SH::kLeadPerBlock - (llen + 3) / 4 : 0);
+      result->verb = (counts & kCountMask) * SH::kBlock - (lk == szx::kVerbatim ? SH::kBlock - llen : 0);
+    }
+  }
+}
+
 template <class T, int C, int NB>
 __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     decode_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
@@ -853,31 +967,24 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
   constexpr std::uint32_t kBlock = SH::kBlock;
   __shared__ U stage[SH::kStage];
   __shared__ Shared<T, SH::kBlocks> sh;
-  unsigned long long* const ticket = state + 2 * ngroups;
-  auto* const result = reinterpret_cast<Result*>(ticket + 1);
+  const GroupArrays ga = group_arrays(state, ngroups);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (threadIdx.x == 0) sh.g = atomicAdd(ticket, 1ull);
-  __syncthreads();
-  const std::uint64_t g = sh.g;
-  std::uint64_t counts_total = 0;
+  const std::uint64_t g = blockIdx.x;
   // Kinds and medians (a lane of warp 0 per block), then block offsets.
   if (w == 0) {
     const std::uint64_t b = g * SH::kBlocks + lane;
     const bool mine = lane < SH::kBlocks && b < nb;
     std::uint8_t k = mine ? kinds[b] : szx::kConstant;
     const T med = mine ? medians[b] : T(0);
-    if (!(k == szx::kConstant || k == szx::kVerbatim || (k >= szx::Bits<T>::kSignExp && k <= szx::Bits<T>::kTotal))) {
-      atomicOr(&result->status, kBadKind);
-      k = szx::kConstant;
-    }
-    const GroupScan cs = publish(state + ngroups, g, counts_of(k));
-    const std::uint64_t cb = resolve(state + ngroups, g, cs.sum);
-    counts_total = cb + cs.sum;
+    // group_counts_kernel reported a bad kind; read it as constant here too.
+    if (!valid_kind<T>(k)) k = szx::kConstant;
+    const std::uint64_t c = counts_of(k), incl = warp::scan_inclusive(c);
+    const std::uint64_t cb = ga.counts_before[g] + incl - c;
     if (lane < SH::kBlocks) {
       sh.kind[lane] = k;
       sh.med[lane] = med;
-      sh.coded[lane] = (cb + cs.excl) >> kCountShift;
-      sh.verb[lane] = (cb + cs.excl) & kCountMask;
+      sh.coded[lane] = cb >> kCountShift;
+      sh.verb[lane] = cb & kCountMask;
     }
   }
   __syncthreads();
@@ -885,7 +992,6 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
   const std::uint64_t b0 = g * SH::kBlocks + std::uint64_t(w) * NB;
   std::uint32_t acc[R];
   int cnt[R], valid[R];
-  bool bad = false;
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
     const int t = w * NB + j;
@@ -904,27 +1010,23 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int l = (acc[r] >> (6 - 2 * q)) & 3;
-        if (coded && q < valid[r]) {
-          bad = bad || l > nbytes;
-          cnt[r] += l <= nbytes ? nbytes - l : 0;
-        }
+        // group_mids_kernel reports l > nbytes.
+        if (coded && q < valid[r]) cnt[r] += l <= nbytes ? nbytes - l : 0;
       }
       block_mid += static_cast<std::uint32_t>(cnt[r]);
     }
     if (coded) block_mid = warp::reduce_add(block_mid);
     if (lane == 0) sh.mid[t] = block_mid;
   }
-  if (__any_sync(warp::kFull, bad) && lane == 0) atomicOr(&result->status, kBadCode);
   __syncthreads();
   if (w == 0) {
-    const std::uint64_t mine = lane < SH::kBlocks ? sh.mid[lane] : 0;
-    const GroupScan ms = publish(state, g, mine);
-    const std::uint64_t mb = resolve(state, g, ms.sum);
-    if (lane < SH::kBlocks) sh.mid_off[lane] = ms.excl;
+    const std::uint64_t mine = lane < SH::kBlocks ? sh.mid[lane] : 0, incl = warp::scan_inclusive(mine);
+    const std::uint64_t total = __shfl_sync(warp::kFull, incl, 31);
+    if (lane < SH::kBlocks) sh.mid_off[lane] = incl - mine;
     if (lane == 0) {
-      sh.mid_before = mb;
-      sh.mid_total = ms.sum;
-      if (g + 1 == ngroups) put_totals<SH>(result, sh, n, nb, g, counts_total, mb + ms.sum);
+      sh.mid_before = ga.mids_before[g];
+      sh.mid_total = total;
+      if (g + 1 == ngroups) reinterpret_cast<Result*>(state + 2 * ngroups + 1)->mid = sh.mid_before + total;
     }
   }
   __syncthreads();
@@ -1183,8 +1285,18 @@ namespace {
 struct OnePassGrid {
   int c = 0, nbw = 0;  // chunks a block, blocks a warp
   std::uint64_t nb = 0, ngroups = 0;
-  std::size_t state_bytes() const {
+  // Look-back states (two arrays), the ticket, Result, then the decoder's GroupArrays.
+  std::size_t zeroed_bytes() const {
     return c == 0 ? 0 : (2 * ngroups + 1) * sizeof(unsigned long long) + sizeof(onepass::Result);
+  }
+  std::size_t state_bytes() const { return c == 0 ? 0 : zeroed_bytes() + 4 * ngroups * 8 + scan_scratch_bytes(); }
+  // CUB's scratch for an exclusive sum of ngroups words.
+  std::size_t scan_scratch_bytes() const {
+    std::size_t temp = 0;
+    check(cub::DeviceScan::ExclusiveSum(nullptr, temp, static_cast<const unsigned long long*>(nullptr),
+                                        static_cast<unsigned long long*>(nullptr), static_cast<std::int64_t>(ngroups)),
+          "szx group scan size");
+    return temp;
   }
   std::size_t result_word() const { return 2 * ngroups + 1; }  // after the two state arrays and the ticket
 };
@@ -1214,7 +1326,7 @@ void with_shape(const OnePassGrid& g, F&& f) {
 unsigned long long* zeroed_state(cudaStream_t st, const OnePassGrid& g, void* state, std::size_t state_bytes) {
   KSZ_EXPECTS(state_bytes >= g.state_bytes() && reinterpret_cast<std::uintptr_t>(state) % 8 == 0,
               "SZx one-pass state buffer too small");
-  check(cudaMemsetAsync(state, 0, g.state_bytes(), st), "szx state");
+  check(cudaMemsetAsync(state, 0, g.zeroed_bytes(), st), "szx state");
   return static_cast<unsigned long long*>(state);
 }
 
@@ -1272,6 +1384,16 @@ bool szx_decode_onepass(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_
   const cudaStream_t st = space.cuda_stream();
   unsigned long long* const sp = zeroed_state(st, g, state, state_bytes);
   with_shape<T>(g, [&](auto c, auto nbw) {
+    constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
+    const unsigned warps_grid = static_cast<unsigned>((g.ngroups + kWarps - 1) / kWarps);
+    const onepass::GroupArrays ga = onepass::group_arrays(sp, g.ngroups);
+    std::size_t temp = g.scan_scratch_bytes();
+    const auto count = static_cast<std::int64_t>(g.ngroups);
+    onepass::group_counts_kernel<T, C, NB><<<warps_grid, kThreads, 0, st>>>(g.nb, g.ngroups, kinds, sp);
+    check(cub::DeviceScan::ExclusiveSum(ga.scratch, temp, ga.counts, ga.counts_before, count, st), "szx count scan");
+    onepass::group_mids_kernel<T, C, NB>
+        <<<warps_grid, kThreads, 0, st>>>(n, g.nb, g.ngroups, kinds, lead, lead_size, sp);
+    check(cub::DeviceScan::ExclusiveSum(ga.scratch, temp, ga.mids, ga.mids_before, count, st), "szx mid scan");
     onepass::decode_kernel<T, decltype(c)::value, decltype(nbw)::value>
         <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(n, g.nb, g.ngroups, kinds, medians, lead, lead_size,
                                                                 mid, mid_size, verb, verb_values, out, sp);
