@@ -539,12 +539,11 @@ struct Shared {
   std::uint64_t g, coded_before, verb_before, mid_before, mid_total;
 };
 
-// Totals, written by the last group.
-template <class SH, class Sh>
-__device__ __forceinline__ void put_totals(Result* r, const Sh& sh, std::uint64_t n, std::uint64_t nb, std::uint64_t g,
+// Totals, written by the last group: `counts` packs all blocks' counts
+// (counts_of), lk is the last block's kind.
+template <class SH>
+__device__ __forceinline__ void put_totals(Result* r, std::uint8_t lk, std::uint64_t n, std::uint64_t nb,
                                            std::uint64_t counts, std::uint64_t mid) {
-  const std::uint64_t last = nb - 1 - g * SH::kBlocks;
-  const std::uint8_t lk = sh.kind[last];
   const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
   r->lead = (counts >> kCountShift) * SH::kLeadPerBlock -
             (szx::is_coded(lk) ? SH::kLeadPerBlock - (llen + 3) / 4 : 0);
@@ -750,7 +749,8 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       sh.coded_before = cb >> kCountShift;
       sh.verb_before = cb & kCountMask;
       sh.mid_before = mb;
-      if (g + 1 == ngroups) put_totals<SH>(result, sh, n, nb, g, cb + cs.sum, mb + ms.sum);
+      if (g + 1 == ngroups)
+        put_totals<SH>(result, sh.kind[nb - 1 - g * SH::kBlocks], n, nb, cb + cs.sum, mb + ms.sum);
     }
   }
   __syncthreads();
@@ -942,16 +942,11 @@ __global__ void __launch_bounds__(kThreads)
   if (__any_sync(warp::kFull, bad) && lane == 0) atomicOr(&result->status, kBadCode);
   const std::uint64_t sum = warp::reduce_add(static_cast<std::uint64_t>(mid));
   if (lane == 0) ga.mids[g] = sum;
-  if (g + 1 == ngroups) {  // lead and verbatim totals (decode_kernel's last group adds the mid-bytes')
+  if (g + 1 == ngroups) {  // the totals; decode_kernel's last group writes the mid-bytes'
     const int last = static_cast<int>(nb - 1 - g * SH::kBlocks);
     const std::uint8_t lk = static_cast<std::uint8_t>(__shfl_sync(warp::kFull, static_cast<int>(k), last));
     const std::uint64_t counts = cb + __shfl_sync(warp::kFull, incl, 31);
-    if (lane == 0) {
-      const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
-      result->lead = (counts >> kCountShift) * SH::kLeadPerBlock -
-                     (szx::is_coded(lk) ? SH::kLeadPerBlock - (llen + 3) / 4 : 0);
-      result->verb = (counts & kCountMask) * SH::kBlock - (lk == szx::kVerbatim ? SH::kBlock - llen : 0);
-    }
+    if (lane == 0) put_totals<SH>(result, lk, n, nb, counts, 0);
   }
 }
 
