@@ -197,7 +197,8 @@ bool huffman_inflate(const Kokkos::Cuda& space, const std::uint32_t* words, std:
 // consecutive values per 128-value chunk (one 16-byte load, one leading-code
 // byte), min/max and the verbatim test by warp shuffles, mid-byte offsets by
 // a warp scan. Two paths: szx_compress_onepass / szx_decode_onepass (block
-// sizes 128 * C, block offsets by decoupled look-back inside the kernel) and
+// sizes 128 * C; compression finds its block offsets by decoupled look-back
+// inside the kernel, decompression by group sums and scans before it) and
 // the two-pass szx_plan / szx_encode / szx_decode_offsets / szx_decode (any
 // block size, block offsets by device scans). Same bytes as szx::plan /
 // szx::encode / szx::decode; false when the case is not handled (the caller
@@ -243,8 +244,9 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
                           std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
                           std::uint64_t payload_bytes, void* state, std::size_t state_bytes, SzxOffsets& totals,
                           bool& fits);
-// Decompression in one kernel: offsets by look-back, every read bounded by
-// its segment's size. The caller checks what the stream claims against
+// Decompression: each group's offsets from the kinds and leading codes (two
+// kernels and two scans), then one decoding kernel; every read bounded by its
+// segment's size. The caller checks what the stream claims against
 // totals (lead bytes, mid-bytes, verbatim values the kinds and codes imply)
 // and the two flags before using out.
 template <class T>
