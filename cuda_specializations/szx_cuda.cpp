@@ -258,7 +258,7 @@ __global__ void kind_counts_kernel(std::uint64_t n, std::uint32_t block, std::ui
   }
   const int k = kinds[b];
   const std::uint32_t len = szx::block_len(b, n, block);
-  const bool ok = k == szx::kConstant || k == szx::kVerbatim || (k >= szx::Bits<T>::kSignExp && k <= szx::Bits<T>::kTotal);
+  const bool ok = szx::valid_kind<T>(k);
   if (!ok) atomicAdd(status, 1ull);
   counts[b] = SzxOffsets{szx::is_coded(static_cast<std::uint8_t>(k)) ? (len + 3) / 4 : 0u, 0,
                          k == szx::kVerbatim ? len : 0u};
@@ -853,13 +853,12 @@ struct GroupArrays {
   unsigned long long *counts, *mids, *counts_before, *mids_before;
   void* scratch;
 };
-// A kind a stream may hold: constant, verbatim, or a length of T's codes.
-template <class T>
-__device__ __forceinline__ bool valid_kind(std::uint8_t k) {
-  return k == szx::kConstant || k == szx::kVerbatim || (k >= szx::Bits<T>::kSignExp && k <= szx::Bits<T>::kTotal);
+// The state buffer: two look-back state arrays, the ticket, Result, then GroupArrays.
+__host__ __device__ __forceinline__ Result* result_of(unsigned long long* state, std::uint64_t ngroups) {
+  return reinterpret_cast<Result*>(state + 2 * ngroups + 1);
 }
 __host__ __device__ __forceinline__ GroupArrays group_arrays(unsigned long long* state, std::uint64_t ngroups) {
-  auto* const a = reinterpret_cast<unsigned long long*>(reinterpret_cast<Result*>(state + 2 * ngroups + 1) + 1);
+  auto* const a = reinterpret_cast<unsigned long long*>(result_of(state, ngroups) + 1);
   return GroupArrays{a, a + ngroups, a + 2 * ngroups, a + 3 * ngroups, a + 4 * ngroups};
 }
 
@@ -867,8 +866,9 @@ __host__ __device__ __forceinline__ GroupArrays group_arrays(unsigned long long*
 // decode_kernel's counts add up to); bad when a code claims more leading
 // bytes than the block's codes have. Codes past lead_size count as 0, as there.
 __device__ __forceinline__ std::uint32_t block_mid_bytes(const std::uint8_t* __restrict__ lead, std::uint64_t at,
-                                                         std::uint64_t lead_size, std::uint32_t len, int nbytes,
-                                                         bool& bad) {
+                                                         std::uint64_t lead_size, std::uint32_t len,
+                                                         std::uint8_t kind, bool& bad) {
+  const int nbytes = szx::bytes_of(kind);
   std::uint32_t sum = 0;  // of the leading codes
   const std::uint32_t nlead = (len + 3) / 4;
   const bool whole = at + nlead <= lead_size && len % 4 == 0;
@@ -885,14 +885,16 @@ __device__ __forceinline__ std::uint32_t block_mid_bytes(const std::uint8_t* __r
     }
     return len * static_cast<std::uint32_t>(nbytes) - sum;
   }
-  std::uint32_t mid = 0;
-  for (std::uint32_t i = 0; i < len; ++i) {
-    const std::uint32_t x = at + i / 4 < lead_size ? lead[at + i / 4] : 0u;
-    const int l = (x >> (6 - 2 * (i & 3))) & 3;
-    bad = bad || l > nbytes;
-    mid += l <= nbytes ? static_cast<std::uint32_t>(nbytes - l) : 0u;
-  }
-  return mid;
+  // Elsewhere (a partial or misaligned block, or one past the segment's end)
+  // the portable count, reading zeros past lead_size.
+  struct Bounded {
+    const std::uint8_t* p;
+    std::uint64_t size;
+    __device__ std::uint8_t operator()(std::uint64_t i) const { return i < size ? p[i] : std::uint8_t(0); }
+  };
+  std::uint64_t mid = 0;
+  bad = !szx::count_mid(Bounded{lead, lead_size}, at, len, kind, mid) || bad;
+  return static_cast<std::uint32_t>(mid);
 }
 
 // The offsets by reduce-then-scan (no look-back chain: one warp a group, in
@@ -910,8 +912,8 @@ __global__ void __launch_bounds__(kThreads)
   const int lane = threadIdx.x & 31;
   const std::uint64_t b = g * SH::kBlocks + lane;  // a lane per block
   std::uint8_t k = lane < SH::kBlocks && b < nb ? kinds[b] : szx::kConstant;
-  if (!valid_kind<T>(k)) {
-    atomicOr(&reinterpret_cast<Result*>(state + 2 * ngroups + 1)->status, kBadKind);
+  if (!szx::valid_kind<T>(k)) {
+    atomicOr(&result_of(state, ngroups)->status, kBadKind);
     k = szx::kConstant;
   }
   const std::uint64_t sum = warp::reduce_add(counts_of(k));
@@ -926,19 +928,19 @@ __global__ void __launch_bounds__(kThreads)
   using SH = Shape<T, C, NB>;
   const std::uint64_t g = (std::uint64_t(blockIdx.x) * kThreads + threadIdx.x) / 32;
   if (g >= ngroups) return;
-  auto* const result = reinterpret_cast<Result*>(state + 2 * ngroups + 1);
+  Result* const result = result_of(state, ngroups);
   const GroupArrays ga = group_arrays(state, ngroups);
   const int lane = threadIdx.x & 31;
   const std::uint64_t b = g * SH::kBlocks + lane;
   std::uint8_t k = lane < SH::kBlocks && b < nb ? kinds[b] : szx::kConstant;
-  if (!valid_kind<T>(k)) k = szx::kConstant;  // reported by group_counts_kernel
+  if (!szx::valid_kind<T>(k)) k = szx::kConstant;  // reported by group_counts_kernel
   const std::uint64_t c = counts_of(k), incl = warp::scan_inclusive(c);
   const std::uint64_t cb = ga.counts_before[g];
   bool bad = false;
   std::uint32_t mid = 0;
   if (szx::is_coded(k))
     mid = block_mid_bytes(lead, ((cb + incl - c) >> kCountShift) * SH::kLeadPerBlock, lead_size,
-                          szx::block_len(b, n, SH::kBlock), szx::bytes_of(k), bad);
+                          szx::block_len(b, n, SH::kBlock), k, bad);
   if (__any_sync(warp::kFull, bad) && lane == 0) atomicOr(&result->status, kBadCode);
   const std::uint64_t sum = warp::reduce_add(static_cast<std::uint64_t>(mid));
   if (lane == 0) ga.mids[g] = sum;
@@ -972,7 +974,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     std::uint8_t k = mine ? kinds[b] : szx::kConstant;
     const T med = mine ? medians[b] : T(0);
     // group_counts_kernel reported a bad kind; read it as constant here too.
-    if (!valid_kind<T>(k)) k = szx::kConstant;
+    if (!szx::valid_kind<T>(k)) k = szx::kConstant;
     const std::uint64_t c = counts_of(k), incl = warp::scan_inclusive(c);
     const std::uint64_t cb = ga.counts_before[g] + incl - c;
     if (lane < SH::kBlocks) {
@@ -1021,7 +1023,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     if (lane == 0) {
       sh.mid_before = ga.mids_before[g];
       sh.mid_total = total;
-      if (g + 1 == ngroups) reinterpret_cast<Result*>(state + 2 * ngroups + 1)->mid = sh.mid_before + total;
+      if (g + 1 == ngroups) result_of(state, ngroups)->mid = sh.mid_before + total;
     }
   }
   __syncthreads();
@@ -1280,20 +1282,13 @@ namespace {
 struct OnePassGrid {
   int c = 0, nbw = 0;  // chunks a block, blocks a warp
   std::uint64_t nb = 0, ngroups = 0;
-  // Look-back states (two arrays), the ticket, Result, then the decoder's GroupArrays.
-  std::size_t zeroed_bytes() const {
-    return c == 0 ? 0 : (2 * ngroups + 1) * sizeof(unsigned long long) + sizeof(onepass::Result);
+  std::size_t scan_scratch = 0;  // CUB's scratch for an exclusive sum of ngroups words (decoding)
+  // Look-back states (two arrays), the ticket, Result (onepass::result_of),
+  // then the decoder's GroupArrays and the scans' scratch.
+  std::size_t result_word() const { return 2 * ngroups + 1; }
+  std::size_t state_bytes() const {
+    return c == 0 ? 0 : result_word() * 8 + sizeof(onepass::Result) + 4 * ngroups * 8 + scan_scratch;
   }
-  std::size_t state_bytes() const { return c == 0 ? 0 : zeroed_bytes() + 4 * ngroups * 8 + scan_scratch_bytes(); }
-  // CUB's scratch for an exclusive sum of ngroups words.
-  std::size_t scan_scratch_bytes() const {
-    std::size_t temp = 0;
-    check(cub::DeviceScan::ExclusiveSum(nullptr, temp, static_cast<const unsigned long long*>(nullptr),
-                                        static_cast<unsigned long long*>(nullptr), static_cast<std::int64_t>(ngroups)),
-          "szx group scan size");
-    return temp;
-  }
-  std::size_t result_word() const { return 2 * ngroups + 1; }  // after the two state arrays and the ticket
 };
 template <class T>
 OnePassGrid onepass_grid(std::uint64_t n, std::uint32_t block) {
@@ -1303,6 +1298,9 @@ OnePassGrid onepass_grid(std::uint64_t n, std::uint32_t block) {
   g.nb = (n + block - 1) / block;
   if (g.nb >= onepass::kMaxBlocks) return OnePassGrid{};
   g.ngroups = (g.nb + kWarps * g.nbw - 1) / (kWarps * g.nbw);
+  check(cub::DeviceScan::ExclusiveSum(nullptr, g.scan_scratch, static_cast<const unsigned long long*>(nullptr),
+                                      static_cast<unsigned long long*>(nullptr), static_cast<std::int64_t>(g.ngroups)),
+        "szx group scan size");
   return g;
 }
 
@@ -1317,12 +1315,18 @@ void with_shape(const OnePassGrid& g, F&& f) {
   }
 }
 
-// The caller's state buffer, zeroed on the stream.
-unsigned long long* zeroed_state(cudaStream_t st, const OnePassGrid& g, void* state, std::size_t state_bytes) {
+// The caller's state buffer with its first `zero` bytes zeroed on the stream:
+// the look-back states, ticket and Result for compression, Result alone for
+// decoding (its other words are all written before they are read).
+unsigned long long* zeroed_state(cudaStream_t st, const OnePassGrid& g, void* state, std::size_t state_bytes,
+                                 bool lookback) {
   KSZ_EXPECTS(state_bytes >= g.state_bytes() && reinterpret_cast<std::uintptr_t>(state) % 8 == 0,
               "SZx one-pass state buffer too small");
-  check(cudaMemsetAsync(state, 0, g.zeroed_bytes(), st), "szx state");
-  return static_cast<unsigned long long*>(state);
+  auto* const sp = static_cast<unsigned long long*>(state);
+  void* const from = lookback ? state : static_cast<void*>(onepass::result_of(sp, g.ngroups));
+  const std::size_t bytes = (lookback ? g.result_word() * 8 : 0) + sizeof(onepass::Result);
+  check(cudaMemsetAsync(from, 0, bytes, st), "szx state");
+  return sp;
 }
 
 // The kernel's totals and status, after it finished (one small copy into
@@ -1354,7 +1358,7 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   KSZ_EXPECTS(reinterpret_cast<std::uintptr_t>(payload) % 16 == 0 && payload_bytes % sizeof(T) == 0,
               "SZx payload buffer not aligned");
   const cudaStream_t st = space.cuda_stream();
-  unsigned long long* const sp = zeroed_state(st, g, state, state_bytes);
+  unsigned long long* const sp = zeroed_state(st, g, state, state_bytes, true);
   const T ef = szx::host::fast_bound(bound, T());
   const double proof = szx::proof_threshold<T>(bound);
   with_shape<T>(g, [&](auto c, auto nbw) {
@@ -1377,12 +1381,12 @@ bool szx_decode_onepass(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_
   if (g.c == 0) return false;
   if (reinterpret_cast<std::uintptr_t>(mid) % sizeof(T) != 0) return false;  // read in words of sizeof(T)
   const cudaStream_t st = space.cuda_stream();
-  unsigned long long* const sp = zeroed_state(st, g, state, state_bytes);
+  unsigned long long* const sp = zeroed_state(st, g, state, state_bytes, false);
   with_shape<T>(g, [&](auto c, auto nbw) {
     constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
     const unsigned warps_grid = static_cast<unsigned>((g.ngroups + kWarps - 1) / kWarps);
     const onepass::GroupArrays ga = onepass::group_arrays(sp, g.ngroups);
-    std::size_t temp = g.scan_scratch_bytes();
+    std::size_t temp = g.scan_scratch;
     const auto count = static_cast<std::int64_t>(g.ngroups);
     onepass::group_counts_kernel<T, C, NB><<<warps_grid, kThreads, 0, st>>>(g.nb, g.ngroups, kinds, sp);
     check(cub::DeviceScan::ExclusiveSum(ga.scratch, temp, ga.counts, ga.counts_before, count, st), "szx count scan");

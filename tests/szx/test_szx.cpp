@@ -224,7 +224,7 @@ void host_paths_agree() {
     if (is_coded(ref.kind)) encode_block<T>(acc, 0, len, ref.kind, ref.median, lead_ref, 0, mid_ref, 0);
     ++blocks;
     coded += is_coded(ref.kind) ? 1 : 0;
-    const BlockPlan<T> got = host::plan_block<T>(x.data(), len, e);
+    const BlockPlan<T> got = host::plan_block<T>(x.data(), len, e, proof_threshold<T>(e));
     ASSERT_EQ(got.kind, ref.kind) << "trial " << trial;
     ASSERT_EQ(got.mid_bytes, ref.mid_bytes) << "trial " << trial;
     if (ref.kind == kVerbatim) continue;

@@ -517,9 +517,9 @@ struct Cuts {
   }
 };
 
-// `proof`: proof_threshold<T>(e), or below 0 to test every value.
+// `proof`: proof_threshold<T>(e) (below 0: test every value).
 template <class T>
-inline BlockPlan<T> plan_block(const T* x, std::uint32_t len, double e, double proof = -1.0) {
+inline BlockPlan<T> plan_block(const T* x, std::uint32_t len, double e, double proof) {
   using U = typename Bits<T>::U;
   BlockPlan<T> p{kVerbatim, T(0), 0};
   const MinMax<T> r = min_max(x, len);
@@ -652,6 +652,14 @@ KOKKOS_INLINE_FUNCTION std::uint32_t block_len(std::uint64_t b, std::uint64_t n,
   return static_cast<std::uint32_t>(left < block ? left : block);
 }
 KOKKOS_INLINE_FUNCTION bool is_coded(std::uint8_t kind) { return kind != kConstant && kind != kVerbatim; }
+// A kind a stream may hold: constant, verbatim, or a code length in [sign_exp, total].
+KOKKOS_INLINE_FUNCTION bool valid_kind(int kind, int sign_exp, int total) {
+  return kind == kConstant || kind == kVerbatim || (kind >= sign_exp && kind <= total);
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION bool valid_kind(std::uint8_t kind) {
+  return valid_kind(kind, Bits<T>::kSignExp, Bits<T>::kTotal);
+}
 
 // off(b) = sum of count(j) for j < b, for b in [0, nb]; returns off(nb).
 template <class ExecSpace, class Count>
@@ -739,8 +747,7 @@ struct CountBadKinds {
   Kokkos::View<const std::uint8_t*, Mem> kinds;
   int sign_exp, total;
   KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t b, std::uint64_t& acc) const {
-    const int k = kinds(b);
-    acc += (k == kConstant || k == kVerbatim || (k >= sign_exp && k <= total)) ? 0 : 1;
+    acc += valid_kind(kinds(b), sign_exp, total) ? 0 : 1;
   }
 };
 
