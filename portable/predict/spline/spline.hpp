@@ -1011,8 +1011,10 @@ template <class Mem, class T>
 struct ProfileSums {
   using value_type = std::uint64_t[];
   static constexpr unsigned kValues = 6;
-  static constexpr std::uint64_t kSample = 5;  // every 5th point per dimension
+  static constexpr std::uint64_t kSample = 5;         // every 5th point per dimension,
+  static constexpr std::uint64_t kMaxSamples = 1u << 18;  // every 10th, 20th, ... past 2^18 a dimension
   unsigned value_count = kValues;
+  std::uint64_t step = kSample;
   Kokkos::View<const T*, Mem> in;
   Shape sh;
   double inv_unit = 1;
@@ -1024,7 +1026,7 @@ struct ProfileSums {
     const std::uint64_t* c3 = cnt[d];
     const std::uint64_t j = k - start[d];
     const std::uint64_t k0 = j % c3[0], k12 = j / c3[0], k1 = k12 % c3[1], k2 = k12 / c3[1];
-    std::uint64_t c[3] = {k0 * kSample, k1 * kSample, k2 * kSample};
+    std::uint64_t c[3] = {k0 * step, k1 * step, k2 * step};
     c[d] += 3;
     const std::uint64_t ms = sh.stride[d];
     const std::uint64_t i = c[0] + c[1] * sh.stride[1] + c[2] * sh.stride[2];
@@ -1057,16 +1059,26 @@ Profile profile(const ExecSpace& space, const Shape& shape, double unit,
   f.in = in;
   f.sh = shape;
   f.inv_unit = 1.0 / unit;
-  for (int d = 0; d < 3; ++d) {
-    std::uint64_t total = 0;
-    if (shape.n[d] >= 7) {
-      for (int e = 0; e < 3; ++e)
-        f.cnt[d][e] = e == d ? (shape.n[d] - 7) / Sums::kSample + 1 : (shape.n[e] - 1) / Sums::kSample + 1;
-      total = f.cnt[d][0] * f.cnt[d][1] * f.cnt[d][2];
+  // The samples are sector-bound gathers (five rows a sample along y and z):
+  // 0.11 ms at 512^3 with every 5th point, 1.07M samples a dimension, where
+  // a quarter of a million decide as well. Fields up to about 2^24 elements
+  // (every shared field) keep every 5th point.
+  const auto plan = [&](std::uint64_t step) {
+    std::uint64_t most = 0;
+    for (int d = 0; d < 3; ++d) {
+      std::uint64_t total = 0;
+      if (shape.n[d] >= 7) {
+        for (int e = 0; e < 3; ++e)
+          f.cnt[d][e] = e == d ? (shape.n[d] - 7) / step + 1 : (shape.n[e] - 1) / step + 1;
+        total = f.cnt[d][0] * f.cnt[d][1] * f.cnt[d][2];
+      }
+      f.start[d + 1] = f.start[d] + total;
+      prof.samples[d] = total;
+      most = total > most ? total : most;
     }
-    f.start[d + 1] = f.start[d] + total;
-    prof.samples[d] = total;
-  }
+    return most;
+  };
+  while (plan(f.step) > Sums::kMaxSamples) f.step *= 2;
   std::uint64_t sums[Sums::kValues] = {};
   if (f.start[3] > 0)
     Kokkos::parallel_reduce(
