@@ -23,6 +23,7 @@
 #include <Kokkos_Core.hpp>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "portable/quantize/outliers.hpp"
@@ -117,6 +118,8 @@ struct Pass {
   bool div32 = false;                  // count() < 2^32: index by div0, div1
   bool last = false;                   // the traversal's last pass: nothing reads its reconstruction
   std::uint32_t kind = 0;
+  std::uint64_t ustride = 1;  // s * stride[dim]: the neighbour step along dim
+  std::uint64_t ndim = 0;     // extent along dim
   double qstep = 1, inv_qstep = 1;
   KOKKOS_INLINE_FUNCTION std::uint64_t count() const { return cnt[0] * cnt[1] * cnt[2]; }
 };
@@ -146,6 +149,8 @@ inline Pass make_pass(const Shape& sh, const Config& cfg, std::uint64_t s, int p
     ps.div32 = true;
   }
   ps.kind = cfg.kind[ps.dim];
+  ps.ustride = s * sh.stride[ps.dim];
+  ps.ndim = sh.n[ps.dim];
   ps.qstep = qstep;
   ps.inv_qstep = 1.0 / qstep;
   return ps;
@@ -198,48 +203,77 @@ KOKKOS_INLINE_FUNCTION void pass_point32(const Pass& p, std::uint32_t k, std::ui
   c = p.dim == 0 ? x : p.dim == 1 ? y : z;
 }
 
-// Spline prediction from reconstructed neighbours at c-3s, c-s, c+s, c+3s
-// along the pass dimension (section IV-B.1), which sit in r at ib - u, ib,
-// ib + u and ib + 2u (c the coordinate along the dimension, n its extent;
-// I the index type). Every product and sum rounds once so that nvcc's FMA
-// contraction cannot change the result.
+// A point's reconstructed neighbours along the pass dimension, at c-3s, c-s,
+// c+s, c+3s (c the coordinate along the dimension, n its extent), as stored
+// (T, or double in tile scratch), each loaded only where it exists and the
+// spline uses it. Loading is apart from the arithmetic (predict_from) so that
+// a GPU thread issues the loads of all its points before it waits for any:
+// the passes are bound by load latency otherwise (ncu on the H200: two thirds
+// of the stall samples at the conversions after the loads).
+template <class R>
+struct Stencil {
+  R a{}, b{}, c{}, d{};
+  bool has_a = false, has_c = false, has_d = false;
+};
+
+// The neighbours sit in r at ib - u, ib, ib + u and ib + 2u (I the index type).
 template <class V, class I>
-KOKKOS_INLINE_FUNCTION double predict_at(std::uint32_t kind, I s, I n, I c, const V& r, I ib, I u) {
-  const double b = static_cast<double>(r(ib));
-  const bool has_c = c + s < n, has_a = c >= 3 * s, has_d = c + 3 * s < n;
-  if (has_c) {
-    const double cc = static_cast<double>(r(ib + u));
+KOKKOS_INLINE_FUNCTION auto gather(std::uint32_t kind, I s, I n, I c, const V& r, I ib, I u) {
+  using R = std::remove_cv_t<std::remove_reference_t<decltype(r(ib))>>;
+  Stencil<R> st;
+  st.has_c = c + s < n;
+  st.has_a = c >= 3 * s;
+  st.has_d = c + 3 * s < n;  // implies has_c
+  st.b = r(ib);
+  if (st.has_c) st.c = r(ib + u);
+  if (st.has_a && (kind != kLinear || !st.has_c)) st.a = r(ib - u);
+  if (st.has_d && kind != kLinear) st.d = r(ib + 2 * u);
+  return st;
+}
+
+// Spline prediction from the neighbours (section IV-B.1). Every product and
+// sum rounds once so that nvcc's FMA contraction cannot change the result.
+template <class R>
+KOKKOS_INLINE_FUNCTION double predict_from(std::uint32_t kind, const Stencil<R>& st) {
+  const double b = static_cast<double>(st.b);
+  if (st.has_c) {
+    const double cc = static_cast<double>(st.c);
     if (kind == kLinear) return mul_rn(add_rn(b, cc), 0.5);
-    if (has_a && has_d) {
-      const double a = static_cast<double>(r(ib - u)), d = static_cast<double>(r(ib + 2 * u));
+    if (st.has_a && st.has_d) {
+      const double a = static_cast<double>(st.a), d = static_cast<double>(st.d);
       // not-a-knot: (-a + 9b + 9c - d) / 16; natural: (-3a + 23b + 23c - 3d) / 40
       if (kind == kNatural)
         return mul_rn(add_rn(mul_rn(23.0, add_rn(b, cc)), mul_rn(-3.0, add_rn(a, d))), 1.0 / 40.0);
       return mul_rn(add_rn(mul_rn(9.0, add_rn(b, cc)), -add_rn(a, d)), 1.0 / 16.0);
     }
-    if (has_a) {  // quadratic through c-3s, c-s, c+s: (-a + 6b + 3c) / 8
-      const double a = static_cast<double>(r(ib - u));
+    if (st.has_a) {  // quadratic through c-3s, c-s, c+s: (-a + 6b + 3c) / 8
+      const double a = static_cast<double>(st.a);
       return mul_rn(add_rn(add_rn(mul_rn(6.0, b), mul_rn(3.0, cc)), -a), 0.125);
     }
-    if (has_d) {  // quadratic through c-s, c+s, c+3s: (3b + 6c - d) / 8
-      const double d = static_cast<double>(r(ib + 2 * u));
+    if (st.has_d) {  // quadratic through c-s, c+s, c+3s: (3b + 6c - d) / 8
+      const double d = static_cast<double>(st.d);
       return mul_rn(add_rn(add_rn(mul_rn(3.0, b), mul_rn(6.0, cc)), -d), 0.125);
     }
     return mul_rn(add_rn(b, cc), 0.5);  // linear
   }
-  if (has_a) {  // past the last neighbour: linear extrapolation 1.5b - 0.5a
-    const double a = static_cast<double>(r(ib - u));
+  if (st.has_a) {  // past the last neighbour: linear extrapolation 1.5b - 0.5a
+    const double a = static_cast<double>(st.a);
     return add_rn(mul_rn(1.5, b), mul_rn(-0.5, a));
   }
   return b;
 }
 
+template <class V, class I>
+KOKKOS_INLINE_FUNCTION double predict_at(std::uint32_t kind, I s, I n, I c, const V& r, I ib, I u) {
+  return predict_from(kind, gather(kind, s, n, c, r, ib, u));
+}
+
 // The same on the whole field: point idx, neighbours at idx -+ s, -+ 3s strides.
 template <class V, class I>
-KOKKOS_INLINE_FUNCTION double predict(const Pass& p, const V& r, I idx, I c) {
-  const I ms = static_cast<I>(p.shape.stride[p.dim] * p.s);
-  return predict_at(p.kind, static_cast<I>(p.s), static_cast<I>(p.shape.n[p.dim]), c, r, static_cast<I>(idx - ms),
-                    static_cast<I>(2 * ms));
+KOKKOS_INLINE_FUNCTION auto gather_pass(const Pass& p, const V& r, I idx, I c) {
+  const I ms = static_cast<I>(p.ustride);
+  return gather(p.kind, static_cast<I>(p.s), static_cast<I>(p.ndim), c, r, static_cast<I>(idx - ms),
+                static_cast<I>(2 * ms));
 }
 
 // Quantization of one value against its prediction: the residual q in steps
@@ -262,16 +296,16 @@ KOKKOS_INLINE_FUNCTION std::int32_t quantize_value(double pred, T x, double qste
   return kVerbatim;
 }
 
-// Compressor side of one point: code, residual and reconstruction. The
-// residual array is sparse: qv(i) is written only where the code is 0 (an
-// outlier's q or kVerbatim), the only places anyone reads it; `nverb`
-// counts the verbatim elements (rare: an atomic each).
-template <class T, class VIn, class VR, class VC, class VQ, class VN, class I>
-KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int32_t rad, const VIn& in, const VR& r,
-                                           const VC& codes, const VQ& qv, const VN& nverb, I i, I c) {
-  const double pred = predict(p, r, i, c);
+// Compressor side of one point from its value x and its neighbours: code,
+// residual and reconstruction. The residual array is sparse: qv(i) is
+// written only where the code is 0 (an outlier's q or kVerbatim), the only
+// places anyone reads it; `nverb` counts the verbatim elements (rare: an
+// atomic each).
+template <class T, class R, class VR, class VC, class VQ, class VN, class I>
+KOKKOS_INLINE_FUNCTION void code_point(const Pass& p, double bound, std::int32_t rad, T x, const Stencil<R>& st,
+                                       const VR& r, const VC& codes, const VQ& qv, const VN& nverb, I i) {
   T rec;
-  const std::int32_t q = quantize_value<T>(pred, in(i), p.qstep, p.inv_qstep, bound, rec);
+  const std::int32_t q = quantize_value<T>(predict_from(p.kind, st), x, p.qstep, p.inv_qstep, bound, rec);
   const bool coded = q != kVerbatim && q > -rad && q < rad;
   codes(i) = coded ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
   if (!coded) {
@@ -281,26 +315,68 @@ KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int
   if (!p.last) r(i) = rec;  // the last pass's values are never predicted from
 }
 
-// Decompressor side of one point: the residual is code - rad, or for code 0
-// qv(i) (an outlier's q, or kVerbatim where out already holds the verbatim
-// value). Code-0 positions are counted in `zeros` (rare: an atomic each), so
-// the caller can check the outlier and verbatim lists covered them all.
-template <class T, class VC, class VQ, class VOut, class VN, class I>
-KOKKOS_INLINE_FUNCTION void decompress_point(const Pass& p, const VC& codes, const VQ& qv, std::int32_t rad,
-                                             const VOut& out, const VN& zeros, I i, I c) {
-  const std::int32_t code = codes(i);
-  std::int32_t q = code - rad;
-  if (code == 0) {
-    Kokkos::atomic_add(&zeros(), std::uint64_t(1));
-    q = qv(i);
-    if (q == kVerbatim) return;
-  }
-  const double pred = predict(p, out, i, c);
-  out(i) = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(q), p.qstep)));
+template <class T, class VIn, class VR, class VC, class VQ, class VN, class I>
+KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int32_t rad, const VIn& in, const VR& r,
+                                           const VC& codes, const VQ& qv, const VN& nverb, I i, I c) {
+  code_point<T>(p, bound, rad, static_cast<T>(in(i)), gather_pass(p, r, i, c), r, codes, qv, nverb, i);
 }
 
 // Points an iteration of a pass on GPUs.
-constexpr std::uint64_t kPassPerIter = 4;
+constexpr std::uint32_t kPassPerIter = 4;
+
+// A pass's points on GPUs, for fields of up to kIndex32Max elements: a warp
+// takes a segment of 32 J points of one row (along x) and a lane the points
+// lane, lane + 32, ... of it (each load of the warp coalesced), so the row's
+// coordinates and base index are worked out once for J points, in 32 bits.
+// The passes are instruction-bound on the H200 (ncu: 85% of issue slots,
+// about 175 instructions a point when each point split its own index).
+// The walk's geometry travels in 32-bit fields; consecutive iterations are
+// consecutive lanes (Kokkos's CUDA RangePolicy blocks are multiples of 32).
+struct RowWalk {
+  FastDiv segs, rows1;  // by the segments of a row, by cnt[1]
+  std::uint32_t n0 = 0, dim = 0;
+  std::uint32_t first[3] = {0, 0, 0}, step[3] = {1, 1, 1};
+  std::uint32_t stride1 = 0, stride2 = 0;
+};
+
+template <std::uint32_t J, class ExecSpace, class F>
+void walk_rows(const ExecSpace& space, const Pass& p, const char* label, const F& f) {
+  constexpr std::uint32_t kLanes = 32, kSeg = kLanes * J;
+  RowWalk w;
+  w.n0 = static_cast<std::uint32_t>(p.cnt[0]);
+  w.dim = p.dim;
+  const std::uint32_t segs = (w.n0 + kSeg - 1) / kSeg;
+  w.segs = FastDiv(segs);
+  w.rows1 = FastDiv(static_cast<std::uint32_t>(p.cnt[1]));
+  for (int d = 0; d < 3; ++d) {
+    w.first[d] = static_cast<std::uint32_t>(p.first[d]);
+    w.step[d] = static_cast<std::uint32_t>(p.step[d]);
+  }
+  w.stride1 = static_cast<std::uint32_t>(p.shape.stride[1]);
+  w.stride2 = static_cast<std::uint32_t>(p.shape.stride[2]);
+  const std::uint64_t iters = p.cnt[1] * p.cnt[2] * segs * kLanes;
+  const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
+                                                    Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  Kokkos::parallel_for(
+      label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
+        const std::uint32_t lane = static_cast<std::uint32_t>(it) & (kLanes - 1);
+        const std::uint32_t cw = static_cast<std::uint32_t>(it / kLanes);
+        const std::uint32_t row = w.segs.div(cw), seg = cw - row * w.segs.d;
+        const std::uint32_t k2 = w.rows1.div(row), k1 = row - k2 * w.rows1.d;
+        const std::uint32_t y = w.first[1] + k1 * w.step[1], z = w.first[2] + k2 * w.step[2];
+        const std::uint32_t base = y * w.stride1 + z * w.stride2;
+        const std::uint32_t k0 = seg * kSeg + lane;
+        std::uint32_t i[J], c[J];
+        std::uint32_t valid = 0;
+        for (std::uint32_t j = 0; j < J; ++j) {
+          const std::uint32_t x = w.first[0] + (k0 + kLanes * j) * w.step[0];
+          i[j] = base + x;
+          c[j] = w.dim == 0 ? x : w.dim == 1 ? y : z;
+          valid += k0 + kLanes * j < w.n0 ? 1u : 0u;
+        }
+        f.batch(i, c, valid);
+      });
+}
 
 // Host backends walk a pass row by row along x: no index divisions per
 // point (pass_point's four), the same points and the same arithmetic.
@@ -319,45 +395,40 @@ void for_each_point(const ExecSpace& space, const Pass& pass, const char* label,
           }
         });
   } else {
-    // kPassPerIter points an iteration, k = c + j iters (coalesced across a
-    // warp): one point an iteration leaves Kokkos 3.4's CUDA RangePolicy
-    // with 64-thread blocks (README, "Dependencies").
-    const std::uint64_t total = p.count(), iters = (total + kPassPerIter - 1) / kPassPerIter;
-    // The functor holds the pass twice (here and in f), over Kokkos 3.4's
-    // 512-byte threshold for passing it as a kernel argument: the light-weight
-    // hint keeps it one (a constant-memory launch doubled the small passes' time).
-    const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
-                                                      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     if (p.shape.count() <= kIndex32Max) {
-      const std::uint32_t total32 = static_cast<std::uint32_t>(total), iters32 = static_cast<std::uint32_t>(iters);
-      Kokkos::parallel_for(
-          label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
-            for (std::uint32_t j = 0; j < kPassPerIter; ++j) {
-              const std::uint32_t k = static_cast<std::uint32_t>(it) + j * iters32;
-              if (k >= total32) break;
-              std::uint32_t i, c;
-              pass_point32(p, k, i, c);
-              f(i, c);
-            }
-          });
+      const std::uint64_t n0 = p.cnt[0];
+      if (n0 >= 32 * 4)
+        walk_rows<4>(space, p, label, f);
+      else if (n0 >= 32 * 2)
+        walk_rows<2>(space, p, label, f);
+      else
+        walk_rows<1>(space, p, label, f);
       return;
     }
+    // Larger fields: kPassPerIter points an iteration, k = c + j iters
+    // (coalesced across a warp), indices in 64 bits.
+    const std::uint64_t total = p.count(), iters = (total + kPassPerIter - 1) / kPassPerIter;
+    const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
+                                                      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
     Kokkos::parallel_for(
         label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
-          for (std::uint64_t j = 0; j < kPassPerIter; ++j) {
+          std::uint64_t i[kPassPerIter], c[kPassPerIter];
+          std::uint32_t valid = 0;
+          for (std::uint32_t j = 0; j < kPassPerIter; ++j) {
             const std::uint64_t k = it + j * iters;
-            if (k >= total) break;
-            std::uint64_t i, c;
-            pass_point(p, k, i, c);
-            f(i, c);
+            i[j] = c[j] = 0;
+            if (k < total) pass_point(p, k, i[j], c[j]), ++valid;
           }
+          f.batch(i, c, valid);
         });
   }
 }
 
 // A pass's point bodies for for_each_point, whose index type (32 or 64 bits)
 // they take as it comes: functors, not lambdas (a generic extended lambda is
-// not allowed; see also RecodeOne).
+// not allowed; see also RecodeOne). `batch` takes N points of which the
+// first `valid` exist and loads all their values before it computes any
+// (Stencil); `operator()` is one point.
 template <class T, class Mem>
 struct CompressPoint {
   Pass p;
@@ -368,12 +439,26 @@ struct CompressPoint {
   Kokkos::View<std::uint16_t*, Mem> codes;
   Kokkos::View<std::int32_t*, Mem> qv;
   Kokkos::View<std::uint64_t, Mem> nverb;
+  template <class I, std::uint32_t N>
+  KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
+    T x[N];
+    Stencil<T> st[N];
+    for (std::uint32_t j = 0; j < N; ++j)
+      if (j < valid) x[j] = in(i[j]), st[j] = gather_pass(p, r, i[j], c[j]);
+    for (std::uint32_t j = 0; j < N; ++j)
+      if (j < valid) code_point<T>(p, bound, rad, x[j], st[j], r, codes, qv, nverb, i[j]);
+  }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
-    compress_point<T>(p, bound, rad, in, r, codes, qv, nverb, i, c);
+    const I ii[1] = {i}, cc[1] = {c};
+    batch(ii, cc, 1);
   }
 };
 
+// Decompressor side: the residual is code - rad, or for code 0 qv(i) (an
+// outlier's q, or kVerbatim where out already holds the verbatim value).
+// Code-0 positions are counted in `zeros` (rare: an atomic each), so the
+// caller can check the outlier and verbatim lists covered them all.
 template <class T, class Mem>
 struct DecompressPoint {
   Pass p;
@@ -382,9 +467,27 @@ struct DecompressPoint {
   Kokkos::View<const std::int32_t*, Mem> qv;
   Kokkos::View<T*, Mem> out;
   Kokkos::View<std::uint64_t, Mem> zeros;
+  template <class I, std::uint32_t N>
+  KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
+    std::int32_t code[N];
+    Stencil<T> st[N];
+    for (std::uint32_t j = 0; j < N; ++j)
+      if (j < valid) code[j] = codes(i[j]), st[j] = gather_pass(p, out, i[j], c[j]);
+    for (std::uint32_t j = 0; j < N; ++j) {
+      if (j >= valid) continue;
+      std::int32_t q = code[j] - rad;
+      if (code[j] == 0) {
+        Kokkos::atomic_add(&zeros(), std::uint64_t(1));
+        q = qv(i[j]);
+        if (q == kVerbatim) continue;
+      }
+      out(i[j]) = static_cast<T>(add_rn(predict_from(p.kind, st[j]), mul_rn(static_cast<double>(q), p.qstep)));
+    }
+  }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
-    decompress_point<T>(p, codes, qv, rad, out, zeros, i, c);
+    const I ii[1] = {i}, cc[1] = {c};
+    batch(ii, cc, 1);
   }
 };
 
@@ -402,7 +505,7 @@ void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::
 }
 
 // Decompressor side: codes with the sparse residuals of code-0 positions
-// (decompress_point).
+// (DecompressPoint).
 template <class ExecSpace, class T>
 void decompress_pass(const ExecSpace& space, const Pass& pass,
                      Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
