@@ -216,14 +216,23 @@ struct Stencil {
   bool has_a = false, has_c = false, has_d = false;
 };
 
+// Which neighbours exist, from the coordinate c along the pass dimension.
+struct Where {
+  bool has_a, has_c, has_d;
+};
+template <class I>
+KOKKOS_INLINE_FUNCTION Where where(I s, I n, I c) {
+  return Where{c >= 3 * s, c + s < n, c + 3 * s < n};  // has_d implies has_c
+}
+
 // The neighbours sit in r at ib - u, ib, ib + u and ib + 2u (I the index type).
 template <class V, class I>
-KOKKOS_INLINE_FUNCTION auto gather(std::uint32_t kind, I s, I n, I c, const V& r, I ib, I u) {
+KOKKOS_INLINE_FUNCTION auto gather(std::uint32_t kind, const Where& w, const V& r, I ib, I u) {
   using R = std::remove_cv_t<std::remove_reference_t<decltype(r(ib))>>;
   Stencil<R> st;
-  st.has_c = c + s < n;
-  st.has_a = c >= 3 * s;
-  st.has_d = c + 3 * s < n;  // implies has_c
+  st.has_a = w.has_a;
+  st.has_c = w.has_c;
+  st.has_d = w.has_d;
   st.b = r(ib);
   if (st.has_c) st.c = r(ib + u);
   if (st.has_a && (kind != kLinear || !st.has_c)) st.a = r(ib - u);
@@ -233,19 +242,20 @@ KOKKOS_INLINE_FUNCTION auto gather(std::uint32_t kind, I s, I n, I c, const V& r
 
 // Spline prediction from the neighbours (section IV-B.1). Every product and
 // sum rounds once so that nvcc's FMA contraction cannot change the result.
+// Between two neighbours (linear) and between four (cubic):
+KOKKOS_INLINE_FUNCTION double predict_linear(double b, double c) { return mul_rn(add_rn(b, c), 0.5); }
+KOKKOS_INLINE_FUNCTION double predict_cubic(std::uint32_t kind, double a, double b, double c, double d) {
+  // not-a-knot: (-a + 9b + 9c - d) / 16; natural: (-3a + 23b + 23c - 3d) / 40
+  if (kind == kNatural) return mul_rn(add_rn(mul_rn(23.0, add_rn(b, c)), mul_rn(-3.0, add_rn(a, d))), 1.0 / 40.0);
+  return mul_rn(add_rn(mul_rn(9.0, add_rn(b, c)), -add_rn(a, d)), 1.0 / 16.0);
+}
 template <class R>
 KOKKOS_INLINE_FUNCTION double predict_from(std::uint32_t kind, const Stencil<R>& st) {
   const double b = static_cast<double>(st.b);
   if (st.has_c) {
     const double cc = static_cast<double>(st.c);
-    if (kind == kLinear) return mul_rn(add_rn(b, cc), 0.5);
-    if (st.has_a && st.has_d) {
-      const double a = static_cast<double>(st.a), d = static_cast<double>(st.d);
-      // not-a-knot: (-a + 9b + 9c - d) / 16; natural: (-3a + 23b + 23c - 3d) / 40
-      if (kind == kNatural)
-        return mul_rn(add_rn(mul_rn(23.0, add_rn(b, cc)), mul_rn(-3.0, add_rn(a, d))), 1.0 / 40.0);
-      return mul_rn(add_rn(mul_rn(9.0, add_rn(b, cc)), -add_rn(a, d)), 1.0 / 16.0);
-    }
+    if (kind == kLinear) return predict_linear(b, cc);
+    if (st.has_a && st.has_d) return predict_cubic(kind, static_cast<double>(st.a), b, cc, static_cast<double>(st.d));
     if (st.has_a) {  // quadratic through c-3s, c-s, c+s: (-a + 6b + 3c) / 8
       const double a = static_cast<double>(st.a);
       return mul_rn(add_rn(add_rn(mul_rn(6.0, b), mul_rn(3.0, cc)), -a), 0.125);
@@ -254,7 +264,7 @@ KOKKOS_INLINE_FUNCTION double predict_from(std::uint32_t kind, const Stencil<R>&
       const double d = static_cast<double>(st.d);
       return mul_rn(add_rn(add_rn(mul_rn(3.0, b), mul_rn(6.0, cc)), -d), 0.125);
     }
-    return mul_rn(add_rn(b, cc), 0.5);  // linear
+    return predict_linear(b, cc);
   }
   if (st.has_a) {  // past the last neighbour: linear extrapolation 1.5b - 0.5a
     const double a = static_cast<double>(st.a);
@@ -265,15 +275,18 @@ KOKKOS_INLINE_FUNCTION double predict_from(std::uint32_t kind, const Stencil<R>&
 
 template <class V, class I>
 KOKKOS_INLINE_FUNCTION double predict_at(std::uint32_t kind, I s, I n, I c, const V& r, I ib, I u) {
-  return predict_from(kind, gather(kind, s, n, c, r, ib, u));
+  return predict_from(kind, gather(kind, where(s, n, c), r, ib, u));
 }
 
 // The same on the whole field: point idx, neighbours at idx -+ s, -+ 3s strides.
+template <class I>
+KOKKOS_INLINE_FUNCTION Where where_pass(const Pass& p, I c) {
+  return where(static_cast<I>(p.s), static_cast<I>(p.ndim), c);
+}
 template <class V, class I>
-KOKKOS_INLINE_FUNCTION auto gather_pass(const Pass& p, const V& r, I idx, I c) {
+KOKKOS_INLINE_FUNCTION auto gather_pass(const Pass& p, const V& r, I idx, const Where& w) {
   const I ms = static_cast<I>(p.ustride);
-  return gather(p.kind, static_cast<I>(p.s), static_cast<I>(p.ndim), c, r, static_cast<I>(idx - ms),
-                static_cast<I>(2 * ms));
+  return gather(p.kind, w, r, static_cast<I>(idx - ms), static_cast<I>(2 * ms));
 }
 
 // Quantization of one value against its prediction: the residual q in steps
@@ -296,16 +309,16 @@ KOKKOS_INLINE_FUNCTION std::int32_t quantize_value(double pred, T x, double qste
   return kVerbatim;
 }
 
-// Compressor side of one point from its value x and its neighbours: code,
+// Compressor side of one point from its value x and its prediction: code,
 // residual and reconstruction. The residual array is sparse: qv(i) is
 // written only where the code is 0 (an outlier's q or kVerbatim), the only
 // places anyone reads it; `nverb` counts the verbatim elements (rare: an
 // atomic each).
-template <class T, class R, class VR, class VC, class VQ, class VN, class I>
-KOKKOS_INLINE_FUNCTION void code_point(const Pass& p, double bound, std::int32_t rad, T x, const Stencil<R>& st,
-                                       const VR& r, const VC& codes, const VQ& qv, const VN& nverb, I i) {
+template <class T, class VR, class VC, class VQ, class VN, class I>
+KOKKOS_INLINE_FUNCTION void code_point(const Pass& p, double bound, std::int32_t rad, T x, double pred, const VR& r,
+                                       const VC& codes, const VQ& qv, const VN& nverb, I i) {
   T rec;
-  const std::int32_t q = quantize_value<T>(predict_from(p.kind, st), x, p.qstep, p.inv_qstep, bound, rec);
+  const std::int32_t q = quantize_value<T>(pred, x, p.qstep, p.inv_qstep, bound, rec);
   const bool coded = q != kVerbatim && q > -rad && q < rad;
   codes(i) = coded ? static_cast<std::uint16_t>(q + rad) : std::uint16_t(0);
   if (!coded) {
@@ -318,7 +331,8 @@ KOKKOS_INLINE_FUNCTION void code_point(const Pass& p, double bound, std::int32_t
 template <class T, class VIn, class VR, class VC, class VQ, class VN, class I>
 KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int32_t rad, const VIn& in, const VR& r,
                                            const VC& codes, const VQ& qv, const VN& nverb, I i, I c) {
-  code_point<T>(p, bound, rad, static_cast<T>(in(i)), gather_pass(p, r, i, c), r, codes, qv, nverb, i);
+  code_point<T>(p, bound, rad, static_cast<T>(in(i)), predict_from(p.kind, gather_pass(p, r, i, where_pass(p, c))), r,
+                codes, qv, nverb, i);
 }
 
 // Points an iteration of a pass on GPUs.
@@ -374,7 +388,12 @@ void walk_rows(const ExecSpace& space, const Pass& p, const char* label, const F
           c[j] = w.dim == 0 ? x : w.dim == 1 ? y : z;
           valid += k0 + kLanes * j < w.n0 ? 1u : 0u;
         }
-        f.batch(i, c, valid);
+        // Along y or z every point of the iteration has the same c (one
+        // Where for all); along x each its own.
+        if (w.dim == 0)
+          f.template batch<false>(i, c, valid);
+        else
+          f.template batch<true>(i, c, valid);
       });
 }
 
@@ -419,10 +438,41 @@ void for_each_point(const ExecSpace& space, const Pass& pass, const char* label,
             i[j] = c[j] = 0;
             if (k < total) pass_point(p, k, i[j], c[j]), ++valid;
           }
-          f.batch(i, c, valid);
+          f.template batch<false>(i, c, valid);
         });
   }
 }
+
+// Whether all N points of a batch exist and have all four neighbours (c
+// increases with j, so the first and the last decide): then the batch takes
+// a straight path, the spline chosen once for all (predict_linear or
+// predict_cubic, as predict_from would), no per-point tests.
+template <bool Uniform, class I, std::uint32_t N>
+KOKKOS_INLINE_FUNCTION bool interior(const Pass& p, const Where& w0, const I (&c)[N], std::uint32_t valid) {
+  return valid == N && w0.has_a && (Uniform ? w0.has_d : where_pass(p, c[N - 1]).has_d);
+}
+
+template <class T, std::uint32_t N>
+struct Interior {
+  T a[N], b[N], c[N], d[N];
+  template <class V, class I>
+  KOKKOS_INLINE_FUNCTION void load(const Pass& p, const V& r, const I (&i)[N]) {
+    const I u = static_cast<I>(p.ustride);
+    for (std::uint32_t j = 0; j < N; ++j) {
+      b[j] = r(i[j] - u);
+      c[j] = r(i[j] + u);
+      if (p.kind != kLinear)
+        a[j] = r(i[j] - 3 * u), d[j] = r(i[j] + 3 * u);
+      else
+        a[j] = d[j] = T(0);  // unused
+    }
+  }
+  KOKKOS_INLINE_FUNCTION double predict(const Pass& p, std::uint32_t j) const {
+    const double bj = static_cast<double>(b[j]), cj = static_cast<double>(c[j]);
+    if (p.kind == kLinear) return predict_linear(bj, cj);
+    return predict_cubic(p.kind, static_cast<double>(a[j]), bj, cj, static_cast<double>(d[j]));
+  }
+};
 
 // A pass's point bodies for for_each_point, whose index type (32 or 64 bits)
 // they take as it comes: functors, not lambdas (a generic extended lambda is
@@ -439,19 +489,27 @@ struct CompressPoint {
   Kokkos::View<std::uint16_t*, Mem> codes;
   Kokkos::View<std::int32_t*, Mem> qv;
   Kokkos::View<std::uint64_t, Mem> nverb;
-  template <class I, std::uint32_t N>
+  template <bool Uniform, class I, std::uint32_t N>
   KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
     T x[N];
+    const Where w0 = where_pass(p, c[0]);
+    if (interior<Uniform>(p, w0, c, valid)) {
+      Interior<T, N> nb;
+      for (std::uint32_t j = 0; j < N; ++j) x[j] = in(i[j]);
+      nb.load(p, r, i);
+      for (std::uint32_t j = 0; j < N; ++j) code_point<T>(p, bound, rad, x[j], nb.predict(p, j), r, codes, qv, nverb, i[j]);
+      return;
+    }
     Stencil<T> st[N];
     for (std::uint32_t j = 0; j < N; ++j)
-      if (j < valid) x[j] = in(i[j]), st[j] = gather_pass(p, r, i[j], c[j]);
+      if (j < valid) x[j] = in(i[j]), st[j] = gather_pass(p, r, i[j], Uniform ? w0 : where_pass(p, c[j]));
     for (std::uint32_t j = 0; j < N; ++j)
-      if (j < valid) code_point<T>(p, bound, rad, x[j], st[j], r, codes, qv, nverb, i[j]);
+      if (j < valid) code_point<T>(p, bound, rad, x[j], predict_from(p.kind, st[j]), r, codes, qv, nverb, i[j]);
   }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
     const I ii[1] = {i}, cc[1] = {c};
-    batch(ii, cc, 1);
+    batch<true>(ii, cc, 1);
   }
 };
 
@@ -467,27 +525,38 @@ struct DecompressPoint {
   Kokkos::View<const std::int32_t*, Mem> qv;
   Kokkos::View<T*, Mem> out;
   Kokkos::View<std::uint64_t, Mem> zeros;
-  template <class I, std::uint32_t N>
+  template <class I>
+  KOKKOS_INLINE_FUNCTION void put(I i, std::int32_t code, double pred) const {
+    std::int32_t q = code - rad;
+    if (code == 0) {
+      Kokkos::atomic_add(&zeros(), std::uint64_t(1));
+      q = qv(i);
+      if (q == kVerbatim) return;
+    }
+    out(i) = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(q), p.qstep)));
+  }
+  template <bool Uniform, class I, std::uint32_t N>
   KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
     std::int32_t code[N];
+    const Where w0 = where_pass(p, c[0]);
+    if (interior<Uniform>(p, w0, c, valid)) {
+      Interior<T, N> nb;
+      for (std::uint32_t j = 0; j < N; ++j) code[j] = codes(i[j]);
+      nb.load(p, out, i);
+      for (std::uint32_t j = 0; j < N; ++j) put(i[j], code[j], nb.predict(p, j));
+      return;
+    }
     Stencil<T> st[N];
     for (std::uint32_t j = 0; j < N; ++j)
-      if (j < valid) code[j] = codes(i[j]), st[j] = gather_pass(p, out, i[j], c[j]);
-    for (std::uint32_t j = 0; j < N; ++j) {
-      if (j >= valid) continue;
-      std::int32_t q = code[j] - rad;
-      if (code[j] == 0) {
-        Kokkos::atomic_add(&zeros(), std::uint64_t(1));
-        q = qv(i[j]);
-        if (q == kVerbatim) continue;
-      }
-      out(i[j]) = static_cast<T>(add_rn(predict_from(p.kind, st[j]), mul_rn(static_cast<double>(q), p.qstep)));
-    }
+      if (j < valid)
+        code[j] = codes(i[j]), st[j] = gather_pass(p, out, i[j], Uniform ? w0 : where_pass(p, c[j]));
+    for (std::uint32_t j = 0; j < N; ++j)
+      if (j < valid) put(i[j], code[j], predict_from(p.kind, st[j]));
   }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
     const I ii[1] = {i}, cc[1] = {c};
-    batch(ii, cc, 1);
+    batch<true>(ii, cc, 1);
   }
 };
 
