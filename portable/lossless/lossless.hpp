@@ -363,7 +363,32 @@ struct GatherBlocks {
     const std::uint64_t s = sizes(b);
     const std::uint8_t* src = (s == len ? in.data() : staging.data()) + begin;
     std::uint8_t* dst = out.data() + data_start + offsets(b);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, s), [&](const std::uint64_t j) { dst[j] = src[j]; });
+    // By the destination's aligned 4-byte words: whole ones stored as words
+    // (from two source words when the two are not aligned alike), the
+    // partial ones at the ends (shared with the neighbouring blocks) by bytes.
+    // A byte a thread took 52 us for 20 MB on the H200.
+    const std::uint64_t head = (4 - (reinterpret_cast<std::uintptr_t>(dst) & 3)) & 3;  // bytes before the first aligned word
+    const std::uint64_t h = head < s ? head : s;
+    const std::uint64_t whole = (s - h) / 4;
+    const std::uint64_t tail_from = h + 4 * whole;
+    const bool aligned = (reinterpret_cast<std::uintptr_t>(src) & 3) == 0;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, whole), [&](const std::uint64_t w) {
+      const std::uint64_t j = h + 4 * w;  // first byte of the word in the block
+      const std::uint64_t a = j & ~std::uint64_t(3);
+      const int k = static_cast<int>(j & 3);
+      std::uint32_t v = 0;
+      if (aligned && (k == 0 || a + 8 <= s)) {  // source words inside the block's s bytes
+        const std::uint32_t* s32 = reinterpret_cast<const std::uint32_t*>(src + a);
+        v = k == 0 ? s32[0] : (s32[0] >> (8 * k)) | (s32[1] << (32 - 8 * k));
+      } else {
+        for (int q = 0; q < 4; ++q) v |= static_cast<std::uint32_t>(src[j + q]) << (8 * q);
+      }
+      *reinterpret_cast<std::uint32_t*>(dst + j) = v;
+    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, h + (s - tail_from)), [&](const std::uint64_t e) {
+      const std::uint64_t j = e < h ? e : tail_from + (e - h);
+      dst[j] = src[j];
+    });
     Kokkos::single(Kokkos::PerTeam(t), [&]() {
       for (int k = 0; k < 4; ++k) out(kHeaderBytes + 4 * b + k) = static_cast<std::uint8_t>(s >> (8 * k));
     });
