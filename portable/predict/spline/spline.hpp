@@ -187,21 +187,10 @@ KOKKOS_INLINE_FUNCTION void pass_point(const Pass& p, std::uint64_t k, std::uint
   c = p.dim == 0 ? x : p.dim == 1 ? y : z;
 }
 
-// Fields of up to kIndex32Max elements index in 32 bits on GPUs: every
-// coordinate, index and neighbour test then fits (c + 3s < 4 * 2^30), and a
-// point's index math is a third of its 64-bit cost. The passes are
-// instruction-bound there.
+// Fields of up to kIndex32Max elements index in 32 bits on GPUs (walk_rows):
+// every coordinate, index and neighbour test then fits (c + 3s < 4 * 2^30),
+// and a point's index math is a third of its 64-bit cost.
 constexpr std::uint64_t kIndex32Max = std::uint64_t(1) << 30;
-
-KOKKOS_INLINE_FUNCTION void pass_point32(const Pass& p, std::uint32_t k, std::uint32_t& idx, std::uint32_t& c) {
-  std::uint32_t k0, k1, k2;
-  split32(p, k, k0, k1, k2);
-  const std::uint32_t x = static_cast<std::uint32_t>(p.first[0]) + k0 * static_cast<std::uint32_t>(p.step[0]);
-  const std::uint32_t y = static_cast<std::uint32_t>(p.first[1]) + k1 * static_cast<std::uint32_t>(p.step[1]);
-  const std::uint32_t z = static_cast<std::uint32_t>(p.first[2]) + k2 * static_cast<std::uint32_t>(p.step[2]);
-  idx = x + y * static_cast<std::uint32_t>(p.shape.stride[1]) + z * static_cast<std::uint32_t>(p.shape.stride[2]);
-  c = p.dim == 0 ? x : p.dim == 1 ? y : z;
-}
 
 // A point's reconstructed neighbours along the pass dimension, at c-3s, c-s,
 // c+s, c+3s (c the coordinate along the dimension, n its extent), as stored
@@ -335,15 +324,16 @@ KOKKOS_INLINE_FUNCTION void compress_point(const Pass& p, double bound, std::int
                 codes, qv, nverb, i);
 }
 
-// Points an iteration of a pass on GPUs.
+// Points an iteration of a pass on GPUs (walk_rows' J where rows are long enough).
 constexpr std::uint32_t kPassPerIter = 4;
 
 // A pass's points on GPUs, for fields of up to kIndex32Max elements: a warp
 // takes a segment of 32 J points of one row (along x) and a lane the points
 // lane, lane + 32, ... of it (each load of the warp coalesced), so the row's
 // coordinates and base index are worked out once for J points, in 32 bits.
-// The passes are instruction-bound on the H200 (ncu: 85% of issue slots,
-// about 175 instructions a point when each point split its own index).
+// (On the H200 each point splitting its own index cost 175 instructions a
+// point against 145 this way; the passes were instruction-bound, 85% of
+// issue slots.)
 // The walk's geometry travels in 32-bit fields; consecutive iterations are
 // consecutive lanes (Kokkos's CUDA RangePolicy blocks are multiples of 32).
 struct RowWalk {
@@ -416,8 +406,8 @@ void for_each_point(const ExecSpace& space, const Pass& pass, const char* label,
   } else {
     if (p.shape.count() <= kIndex32Max) {
       const std::uint64_t n0 = p.cnt[0];
-      if (n0 >= 32 * 4)
-        walk_rows<4>(space, p, label, f);
+      if (n0 >= 32 * kPassPerIter)
+        walk_rows<kPassPerIter>(space, p, label, f);
       else if (n0 >= 32 * 2)
         walk_rows<2>(space, p, label, f);
       else
@@ -474,11 +464,30 @@ struct Interior {
   }
 };
 
+// The predictions of a batch's points (the first `valid` of N), every
+// neighbour loaded before any is computed; use(j, prediction) for each.
+template <bool Uniform, class T, class V, class I, std::uint32_t N, class F>
+KOKKOS_INLINE_FUNCTION void predict_batch(const Pass& p, const V& r, const I (&i)[N], const I (&c)[N],
+                                          std::uint32_t valid, const F& use) {
+  const Where w0 = where_pass(p, c[0]);
+  if (interior<Uniform>(p, w0, c, valid)) {
+    Interior<T, N> nb;
+    nb.load(p, r, i);
+    for (std::uint32_t j = 0; j < N; ++j) use(j, nb.predict(p, j));
+    return;
+  }
+  Stencil<T> st[N];
+  for (std::uint32_t j = 0; j < N; ++j)
+    if (j < valid) st[j] = gather_pass(p, r, i[j], Uniform ? w0 : where_pass(p, c[j]));
+  for (std::uint32_t j = 0; j < N; ++j)
+    if (j < valid) use(j, predict_from(p.kind, st[j]));
+}
+
 // A pass's point bodies for for_each_point, whose index type (32 or 64 bits)
 // they take as it comes: functors, not lambdas (a generic extended lambda is
 // not allowed; see also RecodeOne). `batch` takes N points of which the
 // first `valid` exist and loads all their values before it computes any
-// (Stencil); `operator()` is one point.
+// (predict_batch); `operator()` is one point.
 template <class T, class Mem>
 struct CompressPoint {
   Pass p;
@@ -492,19 +501,11 @@ struct CompressPoint {
   template <bool Uniform, class I, std::uint32_t N>
   KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
     T x[N];
-    const Where w0 = where_pass(p, c[0]);
-    if (interior<Uniform>(p, w0, c, valid)) {
-      Interior<T, N> nb;
-      for (std::uint32_t j = 0; j < N; ++j) x[j] = in(i[j]);
-      nb.load(p, r, i);
-      for (std::uint32_t j = 0; j < N; ++j) code_point<T>(p, bound, rad, x[j], nb.predict(p, j), r, codes, qv, nverb, i[j]);
-      return;
-    }
-    Stencil<T> st[N];
     for (std::uint32_t j = 0; j < N; ++j)
-      if (j < valid) x[j] = in(i[j]), st[j] = gather_pass(p, r, i[j], Uniform ? w0 : where_pass(p, c[j]));
-    for (std::uint32_t j = 0; j < N; ++j)
-      if (j < valid) code_point<T>(p, bound, rad, x[j], predict_from(p.kind, st[j]), r, codes, qv, nverb, i[j]);
+      if (j < valid) x[j] = in(i[j]);
+    predict_batch<Uniform, T>(p, r, i, c, valid, [&](std::uint32_t j, double pred) {
+      code_point<T>(p, bound, rad, x[j], pred, r, codes, qv, nverb, i[j]);
+    });
   }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
@@ -538,20 +539,9 @@ struct DecompressPoint {
   template <bool Uniform, class I, std::uint32_t N>
   KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
     std::int32_t code[N];
-    const Where w0 = where_pass(p, c[0]);
-    if (interior<Uniform>(p, w0, c, valid)) {
-      Interior<T, N> nb;
-      for (std::uint32_t j = 0; j < N; ++j) code[j] = codes(i[j]);
-      nb.load(p, out, i);
-      for (std::uint32_t j = 0; j < N; ++j) put(i[j], code[j], nb.predict(p, j));
-      return;
-    }
-    Stencil<T> st[N];
     for (std::uint32_t j = 0; j < N; ++j)
-      if (j < valid)
-        code[j] = codes(i[j]), st[j] = gather_pass(p, out, i[j], Uniform ? w0 : where_pass(p, c[j]));
-    for (std::uint32_t j = 0; j < N; ++j)
-      if (j < valid) put(i[j], code[j], predict_from(p.kind, st[j]));
+      if (j < valid) code[j] = codes(i[j]);
+    predict_batch<Uniform, T>(p, out, i, c, valid, [&](std::uint32_t j, double pred) { put(i[j], code[j], pred); });
   }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
