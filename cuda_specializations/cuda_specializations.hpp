@@ -196,7 +196,7 @@ bool huffman_inflate(const Kokkos::Cuda& space, const std::uint32_t* words, std:
 // SZx (szx-ultrafast section V-B) with a warp per block: each lane owns 4
 // consecutive values per 128-value chunk (one 16-byte load, one leading-code
 // byte), min/max and the verbatim test by warp shuffles, mid-byte offsets by
-// a warp scan. Two paths: szx_compress_onepass / szx_decode_onepass (block
+// a warp scan. Two paths: szx_compress_onepass / szx_decode_groups (block
 // sizes 128 * C; compression finds its block offsets by decoupled look-back
 // inside the kernel, decompression by group sums and scans before it) and
 // the two-pass szx_plan / szx_encode / szx_decode_offsets / szx_decode (any
@@ -250,7 +250,7 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
 // totals (lead bytes, mid-bytes, verbatim values the kinds and codes imply)
 // and the two flags before using out.
 template <class T>
-bool szx_decode_onepass(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
+bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
                         const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
                         std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
                         std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes);

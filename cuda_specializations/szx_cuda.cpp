@@ -410,8 +410,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// ---- One pass (szx_compress_onepass / szx_decode_onepass): block sizes
-// 128 * C. A CUDA block takes a group of SZx blocks from a ticket (kWarps
+// ---- Groups (szx_compress_onepass, one kernel; szx_decode_groups, offsets
+// first): block sizes 128 * C. A CUDA block takes a group of SZx blocks from a ticket (kWarps
 // warps, NB consecutive blocks a warp, 4096 values for float), with the
 // codes kept in registers from the first read to the last write. The
 // group's counts are published as soon as they are known and its place in the
@@ -432,6 +432,12 @@ struct Result {
   unsigned long long lead, mid, verb;  // totals: bytes, bytes, values
   unsigned long long status;           // kBad* bits
 };
+// The state buffer: two look-back state arrays (ngroups words each), the
+// ticket, Result, then the decoder's GroupArrays.
+__host__ __device__ constexpr std::uint64_t result_word(std::uint64_t ngroups) { return 2 * ngroups + 1; }
+__host__ __device__ __forceinline__ Result* result_of(unsigned long long* state, std::uint64_t ngroups) {
+  return reinterpret_cast<Result*>(state + result_word(ngroups));
+}
 constexpr unsigned long long kBadKind = 1, kBadCode = 2, kOverflow = 4;
 
 // Warp 0, lane t holds block t of the group (lanes past the group 0): the
@@ -570,8 +576,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   using U = typename SH::U;
   constexpr int S = SH::S, kBits = SH::kBits, R = SH::R;
   constexpr std::uint32_t kBlock = SH::kBlock;
-  unsigned long long* const ticket = state + 2 * ngroups;
-  auto* const result = reinterpret_cast<Result*>(ticket + 1);
+  Result* const result = result_of(state, ngroups);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const std::uint64_t b0 = g * SH::kBlocks + std::uint64_t(w) * NB;  // this warp's first block
 
@@ -829,7 +834,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
   static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
   for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
     reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
-  if (threadIdx.x == 0) sh.g = atomicAdd(state + 2 * ngroups, 1ull);
+  if (threadIdx.x == 0) sh.g = atomicAdd(state + result_word(ngroups) - 1, 1ull);  // the ticket
   __syncthreads();
   const std::uint64_t g = sh.g;
   const bool full = (g + 1) * SH::kBlocks * SH::kBlock <= n && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0;
@@ -853,10 +858,6 @@ struct GroupArrays {
   unsigned long long *counts, *mids, *counts_before, *mids_before;
   void* scratch;
 };
-// The state buffer: two look-back state arrays, the ticket, Result, then GroupArrays.
-__host__ __device__ __forceinline__ Result* result_of(unsigned long long* state, std::uint64_t ngroups) {
-  return reinterpret_cast<Result*>(state + 2 * ngroups + 1);
-}
 __host__ __device__ __forceinline__ GroupArrays group_arrays(unsigned long long* state, std::uint64_t ngroups) {
   auto* const a = reinterpret_cast<unsigned long long*>(result_of(state, ngroups) + 1);
   return GroupArrays{a, a + ngroups, a + 2 * ngroups, a + 3 * ngroups, a + 4 * ngroups};
@@ -1285,7 +1286,7 @@ struct OnePassGrid {
   std::size_t scan_scratch = 0;  // CUB's scratch for an exclusive sum of ngroups words (decoding)
   // Look-back states (two arrays), the ticket, Result (onepass::result_of),
   // then the decoder's GroupArrays and the scans' scratch.
-  std::size_t result_word() const { return 2 * ngroups + 1; }
+  std::size_t result_word() const { return onepass::result_word(ngroups); }
   std::size_t state_bytes() const {
     return c == 0 ? 0 : result_word() * 8 + sizeof(onepass::Result) + 4 * ngroups * 8 + scan_scratch;
   }
@@ -1373,7 +1374,7 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
 }
 
 template <class T>
-bool szx_decode_onepass(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
+bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
                         const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
                         std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
                         std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes) {
@@ -1419,7 +1420,7 @@ bool szx_decode_onepass(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_
   template bool szx_compress_onepass<T>(const Kokkos::Cuda&, const T*, std::uint64_t, std::uint32_t, double,   \
                                         std::uint8_t*, T*, std::uint8_t*, std::uint8_t*, std::uint64_t, void*,  \
                                         std::size_t, SzxOffsets&, bool&);                                       \
-  template bool szx_decode_onepass<T>(const Kokkos::Cuda&, std::uint64_t, std::uint32_t, const std::uint8_t*,  \
+  template bool szx_decode_groups<T>(const Kokkos::Cuda&, std::uint64_t, std::uint32_t, const std::uint8_t*,  \
                                       const T*, const std::uint8_t*, std::uint64_t, const std::uint8_t*,        \
                                       std::uint64_t, const T*, std::uint64_t, T*, void*, std::size_t,           \
                                       SzxOffsets&, bool&, bool&);

@@ -300,7 +300,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
           ws.template get<unsigned long long>(Workspace<Mem>::kSzxState, (state_bytes + 7) / 8, "ksz::szx::state");
       cuda_spec::SzxOffsets tot{};
       bool bad_kinds = false, bad_codes = false;
-      if (cuda_spec::szx_decode_onepass<T>(space, n, block, kinds.data(), medians.data(), lead.data(), lead_seg.size,
+      if (cuda_spec::szx_decode_groups<T>(space, n, block, kinds.data(), medians.data(), lead.data(), lead_seg.size,
                                            mid.data(), mid_seg.size, verb.data(), verb.extent(0), out.data(),
                                            state.data(), state_bytes, tot, bad_kinds, bad_codes)) {
         check_totals(tot, bad_kinds, bad_codes);

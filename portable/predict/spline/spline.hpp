@@ -118,7 +118,9 @@ struct Pass {
   bool div32 = false;                  // count() < 2^32: index by div0, div1
   bool last = false;                   // the traversal's last pass: nothing reads its reconstruction
   std::uint32_t kind = 0;
-  std::uint64_t ustride = 1;  // s * stride[dim]: the neighbour step along dim
+  // s * stride[dim] and n[dim], kept apart: indexing shape by a runtime dim
+  // costs a load a point on GPUs.
+  std::uint64_t ustride = 1;  // the neighbour step along dim
   std::uint64_t ndim = 0;     // extent along dim
   double qstep = 1, inv_qstep = 1;
   KOKKOS_INLINE_FUNCTION std::uint64_t count() const { return cnt[0] * cnt[1] * cnt[2]; }
@@ -199,19 +201,22 @@ constexpr std::uint64_t kIndex32Max = std::uint64_t(1) << 30;
 // a GPU thread issues the loads of all its points before it waits for any:
 // the passes are bound by load latency otherwise (ncu on the H200: two thirds
 // of the stall samples at the conversions after the loads).
+// Which neighbours exist, from the coordinate c along the pass dimension.
+struct Where {
+  bool has_a = false, has_c = false, has_d = false;
+};
 template <class R>
 struct Stencil {
   R a{}, b{}, c{}, d{};
-  bool has_a = false, has_c = false, has_d = false;
-};
-
-// Which neighbours exist, from the coordinate c along the pass dimension.
-struct Where {
-  bool has_a, has_c, has_d;
+  Where w;
 };
 template <class I>
 KOKKOS_INLINE_FUNCTION Where where(I s, I n, I c) {
-  return Where{c >= 3 * s, c + s < n, c + 3 * s < n};  // has_d implies has_c
+  Where w;
+  w.has_a = c >= 3 * s;
+  w.has_c = c + s < n;
+  w.has_d = c + 3 * s < n;  // implies has_c
+  return w;
 }
 
 // The neighbours sit in r at ib - u, ib, ib + u and ib + 2u (I the index type).
@@ -219,13 +224,11 @@ template <class V, class I>
 KOKKOS_INLINE_FUNCTION auto gather(std::uint32_t kind, const Where& w, const V& r, I ib, I u) {
   using R = std::remove_cv_t<std::remove_reference_t<decltype(r(ib))>>;
   Stencil<R> st;
-  st.has_a = w.has_a;
-  st.has_c = w.has_c;
-  st.has_d = w.has_d;
+  st.w = w;
   st.b = r(ib);
-  if (st.has_c) st.c = r(ib + u);
-  if (st.has_a && (kind != kLinear || !st.has_c)) st.a = r(ib - u);
-  if (st.has_d && kind != kLinear) st.d = r(ib + 2 * u);
+  if (w.has_c) st.c = r(ib + u);
+  if (w.has_a && (kind != kLinear || !w.has_c)) st.a = r(ib - u);
+  if (w.has_d && kind != kLinear) st.d = r(ib + 2 * u);
   return st;
 }
 
@@ -241,21 +244,21 @@ KOKKOS_INLINE_FUNCTION double predict_cubic(std::uint32_t kind, double a, double
 template <class R>
 KOKKOS_INLINE_FUNCTION double predict_from(std::uint32_t kind, const Stencil<R>& st) {
   const double b = static_cast<double>(st.b);
-  if (st.has_c) {
+  if (st.w.has_c) {
     const double cc = static_cast<double>(st.c);
     if (kind == kLinear) return predict_linear(b, cc);
-    if (st.has_a && st.has_d) return predict_cubic(kind, static_cast<double>(st.a), b, cc, static_cast<double>(st.d));
-    if (st.has_a) {  // quadratic through c-3s, c-s, c+s: (-a + 6b + 3c) / 8
+    if (st.w.has_a && st.w.has_d) return predict_cubic(kind, static_cast<double>(st.a), b, cc, static_cast<double>(st.d));
+    if (st.w.has_a) {  // quadratic through c-3s, c-s, c+s: (-a + 6b + 3c) / 8
       const double a = static_cast<double>(st.a);
       return mul_rn(add_rn(add_rn(mul_rn(6.0, b), mul_rn(3.0, cc)), -a), 0.125);
     }
-    if (st.has_d) {  // quadratic through c-s, c+s, c+3s: (3b + 6c - d) / 8
+    if (st.w.has_d) {  // quadratic through c-s, c+s, c+3s: (3b + 6c - d) / 8
       const double d = static_cast<double>(st.d);
       return mul_rn(add_rn(add_rn(mul_rn(3.0, b), mul_rn(6.0, cc)), -d), 0.125);
     }
     return predict_linear(b, cc);
   }
-  if (st.has_a) {  // past the last neighbour: linear extrapolation 1.5b - 0.5a
+  if (st.w.has_a) {  // past the last neighbour: linear extrapolation 1.5b - 0.5a
     const double a = static_cast<double>(st.a);
     return add_rn(mul_rn(1.5, b), mul_rn(-0.5, a));
   }
