@@ -32,6 +32,7 @@
 #include <cstring>
 #include <functional>
 
+#include "portable/encode/huffman/narrow.hpp"
 #include "portable/quantize/prequant.hpp"
 #include "src/pipeline/workspace.hpp"
 
@@ -63,6 +64,12 @@ inline bool wide_codes() {
 }
 
 #if defined(KSZ_HAVE_CUDA)
+
+// The device arrays src[k] of bytes[k] bytes, one after the other, into
+// host memory at dst, through a pinned slot (HostResult): one
+// synchronization of space, no pageable staging. False (nothing done) when
+// switched off or over the slot's size in all.
+bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts, void* dst);
 
 // Min and max of the finite values; any_finite false (and mn > mx) when none.
 template <class T>
@@ -138,6 +145,13 @@ bool byte_code_outliers(const Kokkos::Cuda& space, const std::uint64_t* escapes,
 bool code_histogram(const Kokkos::Cuda& space, const std::uint16_t* codes, std::uint64_t n, std::uint32_t nbins,
                     std::uint32_t center, std::uint64_t* hist);
 
+// code_histogram of n codes of radius center (2 * center bins), and each
+// block's magnitude classes (histogram::histogram_classes) into classes.
+// False (nothing done) when switched off, center is not 4096 (code 0 is then
+// no magnitude class) or codes is not 16-byte aligned.
+bool code_histogram_classes(const Kokkos::Cuda& space, const std::uint16_t* codes, std::uint64_t n,
+                            std::uint32_t center, std::uint64_t* hist, std::uint32_t* classes);
+
 bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols, std::uint64_t n,
                         std::uint32_t chunk_symbols, const std::uint32_t* enc, std::uint32_t nsym,
                         std::uint64_t* offsets, std::uint32_t* status, std::uint32_t sub, std::uint64_t per_chunk,
@@ -164,6 +178,7 @@ struct SymbolSource {
   // escape: chunk c's are [chunk_escapes[c], chunk_escapes[c + 1]).
   std::uint64_t* chunk_escapes = nullptr;
   std::uint32_t radius = 0;
+  huffman::Narrow narrow;  // how 16-bit codes are read (not byte codes)
 };
 bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& symbols, std::uint64_t n,
                                 std::uint32_t chunk_symbols, const std::uint32_t* enc, std::uint32_t nsym,

@@ -241,7 +241,9 @@ constexpr std::uint32_t kMaxTableSymbols = 8192;
 constexpr std::uint32_t kStagedEscapes = 256;  // a chunk's listed byte codes staged in shared memory
 
 // The byte variant held to 64 registers (8 blocks an SM): it took 78.
-template <int SPT, bool kBytes>
+// kNarrow: 16-bit codes read through sym.narrow (a template argument: the
+// plain codes' loop stays as it was).
+template <int SPT, bool kBytes, bool kNarrow = false>
 __global__ void __launch_bounds__(kEncThreads, kBytes ? 8 : 1)
     encode_kernel(const SymbolSource sym, std::uint64_t n, std::uint32_t cs, bool vec,
                   const std::uint32_t* __restrict__ enc, std::uint32_t nsym, std::uint64_t nchunks,
@@ -292,7 +294,7 @@ __global__ void __launch_bounds__(kEncThreads, kBytes ? 8 : 1)
       m = r.m;
 #pragma unroll
       for (int j = 0; j < SPT; ++j) {
-        const std::uint32_t s = r.sym(j);
+        const std::uint32_t s = kNarrow ? sym.narrow(r.sym(j)) : r.sym(j);
         e[j] = j < r.m && s < nsym ? table[s] : 0u;
       }
     }
@@ -635,12 +637,12 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& s
     kernel<<<blocks, kEncThreads, shmem, st>>>(symbols, n, cs, vec, enc, nsym, nchunks, state, offsets, words, cap,
                                                status, sub, per_chunk, run_bits, stage_words);
   };
-  const bool b = symbols.bytes != nullptr;
+  const bool b = symbols.bytes != nullptr, nar = !b && !symbols.narrow.identity();
   switch (spt) {
-    case 8: b ? run(encode_kernel<8, true>) : run(encode_kernel<8, false>); break;
-    case 16: b ? run(encode_kernel<16, true>) : run(encode_kernel<16, false>); break;
-    case 32: b ? run(encode_kernel<32, true>) : run(encode_kernel<32, false>); break;
-    default: b ? run(encode_kernel<64, true>) : run(encode_kernel<64, false>); break;
+    case 8: b ? run(encode_kernel<8, true>) : nar ? run(encode_kernel<8, false, true>) : run(encode_kernel<8, false>); break;
+    case 16: b ? run(encode_kernel<16, true>) : nar ? run(encode_kernel<16, false, true>) : run(encode_kernel<16, false>); break;
+    case 32: b ? run(encode_kernel<32, true>) : nar ? run(encode_kernel<32, false, true>) : run(encode_kernel<32, false>); break;
+    default: b ? run(encode_kernel<64, true>) : nar ? run(encode_kernel<64, false, true>) : run(encode_kernel<64, false>); break;
   }
   check(cudaGetLastError(), "huffman encode_kernel");
   const HostResult back;  // pinned: the two small copies go straight to the host

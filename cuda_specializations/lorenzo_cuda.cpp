@@ -16,6 +16,7 @@
 #include "cuda_specializations/host_result.hpp"
 #include "cuda_specializations/launch.hpp"
 #include "cuda_specializations/warp.hpp"
+#include "portable/histogram/histogram.hpp"
 #include "portable/quantize/byte_codes.hpp"
 #include "src/core/error.hpp"
 
@@ -69,20 +70,20 @@ __global__ void __launch_bounds__(kThreads)
   std::uint64_t k = tid;
   for (; k + 3 * stride < nvec; k += 4 * stride) {
     typename V::type r[4];
-#pragma unroll
+#pragma unroll 4
     for (int u = 0; u < 4; ++u) r[u] = __ldg(vin + k + u * stride);
-#pragma unroll
+#pragma unroll 4
     for (int u = 0; u < 4; ++u) {
       T v[W];
       V::unpack(r[u], v);
-#pragma unroll
+#pragma unroll 4
       for (int j = 0; j < W; ++j) minmax_add(v[j], mn, mx);
     }
   }
   for (; k < nvec; k += stride) {
     T v[W];
     V::unpack(__ldg(vin + k), v);
-#pragma unroll
+#pragma unroll 4
     for (int j = 0; j < W; ++j) minmax_add(v[j], mn, mx);
   }
   for (std::uint64_t i = head + nvec * W + tid; i < n; i += stride) minmax_add(in[i], mn, mx);
@@ -187,7 +188,7 @@ __global__ void __launch_bounds__(kThreads)
   for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x) lh[b] = 0;
   const std::uint32_t lo = radius >= kHot / 2 ? radius - kHot / 2 : 0;
   std::uint32_t hot[kHot];
-#pragma unroll
+#pragma unroll 4
   for (std::uint32_t k = 0; k < kHot; ++k) hot[k] = 0;
   std::uint32_t verb = 0;
 
@@ -227,7 +228,7 @@ __global__ void __launch_bounds__(kThreads)
       codes[x + y * s1 + z * s2] = static_cast<std::uint16_t>(c);
       const std::uint32_t dh = c - lo;  // wraps for c < lo
       if (dh < kHot) {
-#pragma unroll
+#pragma unroll 4
         for (std::uint32_t k = 0; k < kHot; ++k) hot[k] += dh == k ? 1u : 0u;
       } else {
         atomicAdd(&lh[c], 1u);
@@ -235,7 +236,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   // Registers -> shared (one atomic per warp and hot bin) -> global.
-#pragma unroll
+#pragma unroll 4
   for (std::uint32_t k = 0; k < kHot; ++k) {
     const std::uint32_t s = warp::reduce_add(hot[k]);
     if ((threadIdx.x & 31) == 0 && s && lo + k < nbins) atomicAdd(&lh[lo + k], s);
@@ -360,7 +361,7 @@ __device__ __forceinline__ void flush_hot(unsigned long long& acc, std::uint32_t
                                           std::uint32_t nbins) {
   // Fields of 16 bits for the sum over 32 lanes (at most 7,680): even and odd bins apart.
   unsigned long long even = acc & 0x00FF00FF00FF00FFull, odd = (acc >> 8) & 0x00FF00FF00FF00FFull;
-#pragma unroll
+#pragma unroll 4
   for (int o = 16; o > 0; o >>= 1) {
     even += __shfl_xor_sync(warp::kFull, even, o);
     odd += __shfl_xor_sync(warp::kFull, odd, o);
@@ -445,7 +446,7 @@ __device__ __forceinline__ void load_quad_at(const T* __restrict__ in, std::uint
       v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
     }
   } else {
-#pragma unroll
+#pragma unroll 4
     for (int i = 0; i < 4; ++i) v[i] = i < valid ? in[base + i] : T(0);
   }
 }
@@ -483,13 +484,13 @@ __global__ void __launch_bounds__(kRows)
     std::uint32_t r[4][4];
     std::uint32_t flags = 0;   // verbatim: bit 4m + i; outliers: bit 16 + 4m + i
     std::uint32_t eflags = 0;  // zero bytes (kBytes; outliers among them): bit 4m + i
-#pragma unroll
+#pragma unroll 4
     for (int m = 0; m < 4; ++m) {
       const int valid = kInterior ? 4 : quad_valid(g, cpos, tq, m);
       T v[4];
       load_quad_at<T>(in, base0 + m * tq.step, valid, kVec, v);
       std::uint32_t qv[4];
-#pragma unroll
+#pragma unroll 4
       for (int i = 0; i < 4; ++i) {
         std::int32_t qi = 0;
         const bool ok = prequantize_fast<T>(v[i], qp, qi);
@@ -499,19 +500,19 @@ __global__ void __launch_bounds__(kRows)
       // The element before the quad's first: the last of the lane before, 0 at the row start.
       std::uint32_t prev = __shfl_up_sync(warp::kFull, qv[3], 1, 4);
       if (tq.q == 0) prev = 0;
-#pragma unroll
+#pragma unroll 4
       for (int i = 0; i < 4; ++i) {
         r[m][i] = qv[i] - prev;
         prev = qv[i];
       }
     }
     __syncthreads();  // the previous chunk's tile is consumed
-#pragma unroll
+#pragma unroll 4
     for (int m = 0; m < 4; ++m)
       *reinterpret_cast<uint4*>(&tile[tile_row(tq.y, tq.z + 4 * m) * kRowLen + 4 * tq.q]) =
           make_uint4(r[m][0], r[m][1], r[m][2], r[m][3]);
     __syncthreads();
-#pragma unroll
+#pragma unroll 4
     for (int m = 0; m < 4; ++m) {
       const int valid = kInterior ? 4 : quad_valid(g, cpos, tq, m);
       const std::uint64_t base = base0 + m * tq.step;
@@ -522,7 +523,7 @@ __global__ void __launch_bounds__(kRows)
       const std::uint32_t dy[4] = {ry.x, ry.y, ry.z, ry.w}, dz[4] = {rz.x, rz.y, rz.z, rz.w},
                           dyz[4] = {ryz.x, ryz.y, ryz.z, ryz.w};
       std::uint32_t c[4];
-#pragma unroll
+#pragma unroll 4
       for (int i = 0; i < 4; ++i) {
         const std::int32_t ds = static_cast<std::int32_t>(r[m][i] - dy[i] - dz[i] + dyz[i]);
         c[i] = (ds > -R && ds < R) ? static_cast<std::uint32_t>(ds + R) : 0u;
@@ -530,28 +531,28 @@ __global__ void __launch_bounds__(kRows)
       }
       if constexpr (kBytes) {
         std::uint32_t b[4];
-#pragma unroll
+#pragma unroll 4
         for (int i = 0; i < 4; ++i) b[i] = quantize::code_byte(c[i], radius);
         const std::uint32_t word = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
         if ((word - 0x01010101u) & ~word & 0x80808080u) {  // a zero byte (rare)
-#pragma unroll
+#pragma unroll 4
           for (int i = 0; i < 4; ++i) eflags |= static_cast<std::uint32_t>(b[i] == 0 && i < valid) << (4 * m + i);
         }
         if (kVec && valid == 4) {
           *reinterpret_cast<std::uint32_t*>(codes + base) = word;
         } else {
-#pragma unroll
+#pragma unroll 4
           for (int i = 0; i < 4; ++i)
             if (i < valid) codes[base + i] = static_cast<C>(b[i]);
         }
       } else if (kVec && valid == 4) {
         *reinterpret_cast<uint2*>(codes + base) = make_uint2(c[0] | c[1] << 16, c[2] | c[3] << 16);
       } else {
-#pragma unroll
+#pragma unroll 4
         for (int i = 0; i < 4; ++i)
           if (i < valid) codes[base + i] = static_cast<C>(c[i]);
       }
-#pragma unroll
+#pragma unroll 4
       for (int i = 0; i < 4; ++i) {
         if (!kInterior && i >= valid) continue;
         const std::uint32_t h = c[i] - hot0;
@@ -638,10 +639,10 @@ __global__ void __launch_bounds__(kScanThreads) bucket_scan_kernel(std::uint32_t
   for (std::uint64_t t = 0; t < tiles; ++t) {
     uint4* p = reinterpret_cast<uint4*>(cnt + t * kScanTile + threadIdx.x * kScanPer);
     uint4 v[kScanPer / 4];
-#pragma unroll
+#pragma unroll 4
     for (std::uint32_t k = 0; k < kScanPer / 4; ++k) v[k] = p[k];
     std::uint32_t sum = 0;
-#pragma unroll
+#pragma unroll 4
     for (std::uint32_t k = 0; k < kScanPer / 4; ++k) sum += v[k].x + v[k].y + v[k].z + v[k].w;
     const std::uint32_t incl = warp::scan_inclusive(sum);
     if (lane == 31) warp_before[w] = incl;
@@ -653,7 +654,7 @@ __global__ void __launch_bounds__(kScanThreads) bucket_scan_kernel(std::uint32_t
     }
     __syncthreads();
     std::uint32_t run = carry + warp_before[w] + incl - sum;
-#pragma unroll
+#pragma unroll 4
     for (std::uint32_t k = 0; k < kScanPer / 4; ++k) {
       uint4 o;
       o.x = run, run += v[k].x;
@@ -699,14 +700,14 @@ __global__ void __launch_bounds__(32 * kOrderWarps)
   __syncwarp();
   constexpr std::uint32_t kPerLane = kBucketWords / 32;
   std::uint32_t words[kPerLane], c = 0;
-#pragma unroll
+#pragma unroll 4
   for (std::uint32_t q = 0; q < kPerLane; ++q) {
     words[q] = bm[kPerLane * lane + q];
     c += __popc(words[q]);
   }
   std::uint32_t pos = s + warp::scan_inclusive(c) - c;
   const std::uint64_t base = (vb % l.nb) << kBucketLog;
-#pragma unroll
+#pragma unroll 4
   for (std::uint32_t q = 0; q < kPerLane; ++q)
     for (std::uint32_t v = words[q]; v; v &= v - 1)
       keys[pos++] = base + 32 * (kPerLane * lane + q) + (__ffs(v) - 1);
@@ -899,7 +900,7 @@ __global__ void __launch_bounds__(kThreads)
     if (v < nvec) {
       const uint4 w = vec[v];
       const std::uint32_t x[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
+#pragma unroll 4
       for (int k = 0; k < 4; ++k) {
         count(x[k] & 0xFFFFu);
         count(x[k] >> 16);
@@ -934,6 +935,127 @@ bool code_histogram(const Kokkos::Cuda& space, const std::uint16_t* codes, std::
                                                          codes + nvec * 8, static_cast<std::uint32_t>(n - nvec * 8),
                                                          nbins, hot0, reinterpret_cast<unsigned long long*>(hist));
   check(cudaGetLastError(), "code_histogram_kernel");
+  return true;
+}
+
+// ------------------------------------- histogram and magnitude classes
+//
+// code_histogram's counts, and for every block of kClassBlock codes the
+// counts of its magnitude classes (|c - center| in [2^(k+4), 2^(k+5)), k <
+// 8) and of its code-0 positions: a warp a block (16 loads of 16 bytes a
+// lane), the classes in the 8-bit fields of one register a lane (at most
+// 128 a field), summed over the warp in 16-bit fields as flush_hot does. The
+// interp pipeline's outlier counts at any candidate radius then need no
+// further read of the codes (spline::count_outliers's 150 us at 512^3).
+namespace {
+using histogram::kClassBlock;
+using histogram::kCodeClasses;
+// x << s with PTX's clamp: an amount of 64 or more gives 0 (C++ leaves it undefined).
+__device__ __forceinline__ unsigned long long shl_clamped(unsigned long long x, std::uint32_t s) {
+  unsigned long long r;
+  asm("shl.b64 %0, %1, %2;" : "=l"(r) : "l"(x), "r"(s));
+  return r;
+}
+__global__ void __launch_bounds__(kThreads)
+    code_classes_kernel(const std::uint16_t* __restrict__ codes, std::uint64_t n, std::uint32_t nbins,
+                        std::uint32_t center, std::uint32_t hot0, unsigned long long* __restrict__ hist,
+                        std::uint32_t* __restrict__ classes) {
+  extern __shared__ std::uint32_t lh[];
+  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x) lh[b] = 0;
+  __syncthreads();
+  const int lane = threadIdx.x & 31;
+  unsigned long long hot = 0, mags = 0;
+  std::uint32_t zeros = 0;  // two 16-bit counts (the halves of the words read)
+  // Code c with a = |c - center|: its bin, and its class k = floor(log2 a) - 4
+  // as field 8k of mags: the shift 216 - 8 clz(a | 8) = 8k wraps below 16
+  // and is 64 for code 0 (a = center = 4096 at most), either way no field.
+  const auto count = [&](std::uint32_t c, std::uint32_t a) {
+    const std::uint32_t h = c - hot0;
+    const bool is_hot = h < std::uint32_t(kHotBins);
+    hot += static_cast<unsigned long long>(is_hot) << (8 * (h & (kHotBins - 1)));
+    if (!is_hot && c < nbins) atomicAdd(&lh[c], 1u);
+    mags += shl_clamped(1ull, 216u - 8u * static_cast<std::uint32_t>(__clz(a | 8u)));
+  };
+  const std::uint32_t center2 = center * 0x10001u;
+  const std::uint64_t nblk = (n + kClassBlock - 1) / kClassBlock;
+  const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / 32);
+  for (std::uint64_t blk = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; blk < nblk; blk += warps) {
+    const std::uint64_t begin = blk * kClassBlock;
+    if (begin + kClassBlock <= n) {
+      const uint4* v = reinterpret_cast<const uint4*>(codes + begin);
+#pragma unroll 4
+      for (int k = 0; k < int(kClassBlock / 8 / 32); ++k) {
+        const uint4 w = __ldg(v + 32 * k + lane);
+        const std::uint32_t x[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const std::uint32_t a = __vabsdiffu2(x[j], center2);  // both codes' |c - center|
+          zeros += __vseteq2(x[j], 0u);
+          count(x[j] & 0xFFFFu, a & 0xFFFFu);
+          count(x[j] >> 16, a >> 16);
+        }
+      }
+    } else {
+      for (std::uint64_t i = begin + lane; i < n; i += 32) {
+        const std::uint32_t c = codes[i];
+        zeros += c == 0 ? 1u : 0u;
+        count(c, c >= center ? c - center : center - c);
+      }
+    }
+    flush_hot(hot, lh, hot0, nbins);  // at most 128 a field
+    unsigned long long even = mags & 0x00FF00FF00FF00FFull, odd = (mags >> 8) & 0x00FF00FF00FF00FFull;
+#pragma unroll 4
+    for (int o = 16; o > 0; o >>= 1) {
+      even += __shfl_xor_sync(warp::kFull, even, o);
+      odd += __shfl_xor_sync(warp::kFull, odd, o);
+    }
+    zeros = warp::reduce_add((zeros & 0xFFFFu) + (zeros >> 16));
+    if (lane < 8)
+      classes[blk * kCodeClasses + lane] =
+          static_cast<std::uint32_t>(((lane & 1) ? odd : even) >> (16 * (lane >> 1))) & 0xFFFFu;
+    if (lane == 8) classes[blk * kCodeClasses + 8] = zeros;
+    mags = 0;
+    zeros = 0;
+  }
+  __syncthreads();
+  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x)
+    if (lh[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(lh[b]));
+}
+}  // namespace
+
+bool code_histogram_classes(const Kokkos::Cuda& space, const std::uint16_t* codes, std::uint64_t n,
+                            std::uint32_t center, std::uint64_t* hist, std::uint32_t* classes) {
+  const std::uint32_t nbins = 2 * center;
+  if (!enabled() || center != 4096 || (reinterpret_cast<std::uintptr_t>(codes) & 15) != 0)
+    return false;
+  cudaStream_t st = space.cuda_stream();
+  check(cudaMemsetAsync(hist, 0, std::size_t(nbins) * sizeof(std::uint64_t), st), "histogram reset");
+  if (n == 0) return true;
+  const std::size_t shmem = std::size_t(nbins) * sizeof(std::uint32_t);
+  const std::uint64_t nblk = (n + kClassBlock - 1) / kClassBlock;
+  const std::uint64_t want = (nblk + kThreads / 32 - 1) / (kThreads / 32);
+  const std::uint64_t cap = std::uint64_t(launch::resident_blocks(code_classes_kernel, kThreads, shmem));
+  const int blocks = static_cast<int>(std::max<std::uint64_t>(1, std::min(want, cap)));
+  const std::uint32_t hot0 = center >= kHotBins / 2 ? center - kHotBins / 2 : 0;
+  code_classes_kernel<<<blocks, kThreads, shmem, st>>>(codes, n, nbins, center, hot0,
+                                                       reinterpret_cast<unsigned long long*>(hist), classes);
+  check(cudaGetLastError(), "code_classes_kernel");
+  return true;
+}
+
+bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts, void* dst) {
+  std::size_t total = 0;
+  for (int k = 0; k < parts; ++k) total += bytes[k];
+  if (!enabled() || total > HostResult::kBytes) return false;
+  const HostResult slot;
+  cudaStream_t st = space.cuda_stream();
+  std::size_t at = 0;
+  for (int k = 0; k < parts; ++k) {
+    check(cudaMemcpyAsync(slot.device<char>() + at, src[k], bytes[k], cudaMemcpyDefault, st), "copy to host");
+    at += bytes[k];
+  }
+  check(cudaStreamSynchronize(st), "copy to host sync");
+  std::memcpy(dst, slot.host<char>(), total);
   return true;
 }
 

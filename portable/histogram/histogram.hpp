@@ -143,4 +143,34 @@ void histogram(const ExecSpace& space,
       });
 }
 
+// Magnitude classes: for each block of kClassBlock codes of radius 4096,
+// kCodeClasses counts: k < 8 of the codes with 2^(k+4) <= |c - 4096| <
+// 2^(k+5), and the last of code 0. The interp pipeline codes at radius 4096
+// before choosing a radius among powers of two from 16 (spline::choose_radius);
+// the code-0 positions a block will have at radius 2^j are its code 0 and
+// classes j - 4 and up (spline::count_outliers_from_classes), with no
+// further read of the codes.
+constexpr std::uint64_t kClassBlock = 4096;
+constexpr int kCodeClasses = 9;
+
+// histogram() of codes at radius center, and where the backend counts them in
+// the same pass (CUDA with the specializations on, center 4096) each
+// block's magnitude classes into classes (kCodeClasses a block): true then.
+// False: hist alone, the classes untouched.
+template <class ExecSpace>
+bool histogram_classes(const ExecSpace& space, Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                       Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> hist, std::uint32_t center,
+                       Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> classes) {
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    if (hist.extent(0) == 2 * std::uint64_t(center) && hist.span_is_contiguous() &&
+        classes.extent(0) >= (codes.extent(0) + kClassBlock - 1) / kClassBlock * kCodeClasses &&
+        cuda_spec::code_histogram_classes(space, codes.data(), codes.extent(0), center, hist.data(), classes.data()))
+      return true;
+#endif
+  (void)classes;
+  histogram<ExecSpace>(space, codes, hist, center);
+  return false;
+}
+
 }  // namespace ksz::histogram

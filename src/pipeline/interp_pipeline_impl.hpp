@@ -143,8 +143,10 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const Kokkos::View<std::uint64_t, Mem> nverb(
       ws.template get<std::uint64_t>(WS::kCounters, 2, "ksz::interp::counters").data() + 1);
   Kokkos::deep_copy(space, nverb, std::uint64_t(0));
+  const Kokkos::View<const std::uint64_t*, Mem> nverb_word(nverb.data(), 1);  // the same word, for fetch_words
   // Radius 0 (automatic): code with the largest candidate, then choose from
-  // the code histogram and recode (spline::choose_radius).
+  // the code histogram (spline::choose_radius); the codes are then read
+  // through a huffman::Narrow, never rewritten.
   const bool auto_radius = opt.radius == 0;
   const std::uint32_t coded_radius = auto_radius ? spline::kAutoRadiusMax : opt.radius;
   spline::traverse(
@@ -159,26 +161,40 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   std::uint32_t radius = coded_radius;
   std::vector<std::uint64_t> hist;  // the final codes' histogram, when known here
   std::uint64_t n_verbatim = 0;     // counted by the passes
-  Kokkos::deep_copy(space, n_verbatim, nverb);
-  space.fence();
+  // With the automatic radius, the wide histogram and (on CUDA, in the same
+  // pass) each compaction block's magnitude classes, from which the outlier
+  // counts at the chosen radius follow without another read of the codes.
+  const std::uint64_t nblocks = (n + outliers::kCompactBlock - 1) / outliers::kCompactBlock;
+  Kokkos::View<std::uint32_t*, Mem> classes;
+  bool classed = false;
   if (auto_radius) {
     warm_codebook_thread<Mem>(n);  // through the radius choice
     const Kokkos::View<std::uint64_t*, Mem> wide =
         ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
-    histogram::histogram<ExecSpace>(space, codes, wide, coded_radius);
-    const auto wide_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), wide);
-    radius = spline::choose_radius(spline::spread_from_histogram(wide_h.data(), n_verbatim), index_width(n));
-    hist = spline::narrow_histogram(wide_h.data(), radius);
+    classes = ws.template get<std::uint32_t>(WS::kCodeClasses, nblocks * histogram::kCodeClasses, "ksz::code_classes");
+    classed = histogram::histogram_classes<ExecSpace>(space, codes, wide, coded_radius, classes);
+    const std::vector<std::uint64_t> h = fetch_words(space, {wide, nverb_word});
+    n_verbatim = h.back();
+    radius = spline::choose_radius(spline::spread_from_histogram(h.data(), n_verbatim), index_width(n));
+    hist = spline::narrow_histogram(h.data(), radius);
     timer.mark("radius choice");
+  } else {
+    n_verbatim = fetch_words(space, {nverb_word})[0];
   }
 
-  // Outlier and verbatim lists: the code-0 positions (counted per block while
-  // recoding, or while reading the codes once when the radius stays), in one
-  // compaction; split below only when there are verbatim elements.
-  const Kokkos::View<std::uint64_t*, Mem> zero_counts = ws.template get<std::uint64_t>(
-      WS::kZeroCounts, (n + outliers::kCompactBlock - 1) / outliers::kCompactBlock + 1, "ksz::zero_counts");
-  spline::recode<ExecSpace>(space, codes, coded_radius, radius, qv, zero_counts);
-  // While the device recodes and lists the outliers, a host thread builds the
+  // Outlier and verbatim lists: the code-0 positions at the chosen radius
+  // (counted per block by one read of the codes), in one compaction; split
+  // below only when there are verbatim elements. A listed position's residual
+  // is in qv where its code is 0, else the code's at the coded radius.
+  const huffman::Narrow narrow = radius == coded_radius ? huffman::Narrow{} : huffman::Narrow(coded_radius, radius);
+  const std::int32_t from = static_cast<std::int32_t>(coded_radius);
+  const Kokkos::View<std::uint64_t*, Mem> zero_counts =
+      ws.template get<std::uint64_t>(WS::kZeroCounts, nblocks + 1, "ksz::zero_counts");
+  if (classed)
+    spline::count_outliers_from_classes<ExecSpace>(space, classes, nblocks, radius, zero_counts);
+  else
+    spline::count_outliers<ExecSpace>(space, codes, narrow, zero_counts);
+  // While the device counts and lists the outliers, a host thread builds the
   // Huffman codebook from the histogram the radius choice derived (about
   // 0.1-0.7 ms on the H200 hosts at 512^3, package-merge at tight bounds): the two
   // overlap (the listing below waits for the device on this thread).
@@ -186,7 +202,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   if (!hist.empty()) book_task = codebook_async<Mem>(hist.data(), 2 * radius);
 
   const auto zero_idx = outliers::compact_counted(
-      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return codes(i) == 0; }, "ksz::zero_index", zero_counts,
+      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return narrow(codes(i)) == 0; }, "ksz::zero_index", zero_counts,
       ~std::uint64_t(0), &ws, WS::kOutliers);
   const std::uint64_t n_zero = zero_idx.extent(0);
   KSZ_EXPECTS(n_verbatim <= n_zero, "internal: more verbatim elements than code-0 positions");
@@ -210,7 +226,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
         "ksz::interp::split_zeros", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
         KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& verb_before, const bool final) {
           const std::uint64_t i = zero_idx(j);
-          const std::int32_t q = qv(i);
+          const std::int32_t c = codes(i), q = c == 0 ? qv(i) : c - from;
           const bool verb = q == spline::kVerbatim;
           if (final) {
             if (verb && verb_before < n_verbatim) {
@@ -229,7 +245,11 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   } else {
     Kokkos::parallel_for(
         "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
-        KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = qv(zero_idx(j)); });
+        KOKKOS_LAMBDA(const std::uint64_t j) {
+          const std::uint64_t i = zero_idx(j);
+          const std::int32_t c = codes(i);
+          out_val(j) = c == 0 ? qv(i) : c - from;
+        });
   }
   huffman::HostCodebook book;
   if (book_task.valid()) book = book_task.get();
@@ -240,7 +260,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const auto huff =
       huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, opt.huffman_subchunk, opt.lossless,
                                       timer, report, hist.empty() ? nullptr : hist.data(), &ws,
-                                      hist.empty() ? nullptr : &book);
+                                      hist.empty() ? nullptr : &book, narrow);
 
   const auto oi = pack_indices(out_idx, n);
   const auto ov = to_host_bytes(out_val, out_val.extent(0));

@@ -246,6 +246,40 @@ std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t c
   return out;
 }
 
+// The device arrays `parts`, one after the other, as host words once space's
+// work so far is done: on CUDA one synchronization through a pinned slot
+// (cuda_spec::copy_to_host; a pageable copy a part took 20-40 us more at a
+// stage's end on an H200), elsewhere a deep copy a part.
+template <class ExecSpace>
+std::vector<std::uint64_t> fetch_words(
+    const ExecSpace& space,
+    std::initializer_list<Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space>> parts) {
+  std::size_t total = 0;
+  for (const auto& p : parts) total += p.extent(0);
+  std::vector<std::uint64_t> out(total);
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    std::vector<const void*> src;
+    std::vector<std::size_t> bytes;
+    for (const auto& p : parts) {
+      src.push_back(p.data());
+      bytes.push_back(p.extent(0) * sizeof(std::uint64_t));
+    }
+    if (cuda_spec::copy_to_host(space, src.data(), bytes.data(), static_cast<int>(src.size()), out.data()))
+      return out;
+  }
+#endif
+  std::size_t at = 0;
+  for (const auto& p : parts) {
+    Kokkos::deep_copy(space, Kokkos::View<std::uint64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                 out.data() + at, p.extent(0)),
+                      p);
+    at += p.extent(0);
+  }
+  space.fence();
+  return out;
+}
+
 template <class V, class ExecSpace>
 Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& space, const container::Segment& s,
                                                               std::uint64_t count, const char* what) {
@@ -463,11 +497,14 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
                                      LosslessId pass, Timer& timer, Report* report,
                                      const std::uint64_t* known_hist = nullptr,
                                      typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
-                                     const huffman::HostCodebook* prebuilt = nullptr) {
+                                     const huffman::HostCodebook* prebuilt = nullptr,
+                                     const huffman::Narrow narrow = {}) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint32_t nsym = 2 * radius;
   // The codes' histogram: counted here unless the caller already knows it
-  // (the interp pipeline derives it from its radius choice's histogram).
+  // (the interp pipeline derives it from its radius choice's histogram, and
+  // has its codes read through `narrow`: the histogram is of what it reads).
+  KSZ_EXPECTS(narrow.identity() || known_hist, "internal: narrowed codes need their histogram");
   const std::uint64_t* counts = known_hist;
   Kokkos::View<std::uint64_t*, Kokkos::HostSpace> hist_h;
   if (!counts) {
@@ -488,7 +525,7 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   timer.mark(prebuilt ? "codebook tables" : "codebook");
   const std::uint64_t n = codes.extent(0);
   const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, ws, subchunk,
-                                              ws ? huffman::words_bound(counts, book, n, huffman_chunk) : 0);
+                                              ws ? huffman::words_bound(counts, book, n, huffman_chunk) : 0, narrow);
   timer.mark("huffman encode");
   HuffmanSegments out;
   out.lengths.assign(book.lengths.begin(), book.lengths.end());

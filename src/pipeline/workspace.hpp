@@ -48,6 +48,7 @@ class Workspace {
     kTrialResiduals,   // sparse residuals
     kTrialPasses,      // and pass table
     kZeroCounts,       // the interp compressor's code-0 counts per compaction block
+    kCodeClasses,      // and its codes' magnitude classes per compaction block (histogram::histogram_classes)
     kOutlierSplit,     // its outlier list when verbatim elements are split off the code-0 list
     kBitGroups,        // outliers::list_bits' counts per group of words
     kTicket,           // a 32-bit work counter (native atomics on every GPU)

@@ -552,6 +552,60 @@ TYPED_TEST(HuffmanCodec, ByteCodesSameAsWideCodes) {
   }
 }
 
+// Codes of a wide alphabet read through a Narrow (the interp pipeline's
+// codes at radius 4096, encoded at its chosen radius) encode to the words,
+// offsets and run lengths of the narrow codes written out, on the single
+// pass and the two passes, with and without the specializations: residuals
+// on both sides of every radius, outliers (code 0), partial runs. A code past
+// the wide alphabet is refused.
+TYPED_TEST(HuffmanCodec, NarrowedCodesSameAsNarrowCodes) {
+  using Mem = typename TypeParam::memory_space;
+  constexpr u32 from = 4096;
+  const std::size_t n = 300007;
+  const std::vector<u16> wide = quant_codes(n, 2 * from, 150.0, 17);
+  for (const u32 r : {16u, 100u, 512u, from}) {
+    const ksz::huffman::Narrow narrow{from, r};
+    std::vector<u16> sym(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::int64_t q = std::int64_t(wide[i]) - from;
+      sym[i] = wide[i] != 0 && q > -std::int64_t(r) && q < std::int64_t(r) ? static_cast<u16>(q + r) : u16(0);
+      ASSERT_EQ(narrow(wide[i]), sym[i]) << "r=" << r << " code " << wide[i];
+    }
+    if (r == 16) ASSERT_GT(std::count(sym.begin(), sym.end(), u16(0)), std::ptrdiff_t(n / 2));
+    const std::vector<u64> h = histogram_of(sym, 2 * r);
+    const Codebook book = ksz::huffman::build_codebook(h.data(), h.size());
+    TypeParam space;
+    const ksz::huffman::DeviceCodebook<TypeParam> dbook(book);
+    const auto dsym = to_device<TypeParam>(sym), dwide = to_device<TypeParam>(wide);
+    const u64 bound = ksz::huffman::words_bound(h.data(), book, n, 4096);
+    ksz::test::SpecGuard restore;
+    for (const bool spec : spec_settings<TypeParam>()) {
+      ksz::cuda_spec::set_enabled(spec);
+      const std::string where = "r=" + std::to_string(r) + (spec ? "" : " portable");
+      const auto ref = ksz::huffman::encode(space, dsym, dbook, 4096, nullptr, 512);
+      space.fence();
+      const HostEncoded ref_h = HostEncoded::of(ref);
+      typename ksz::pipeline::Workspace<Mem>::Lease ws;
+      for (const bool one_pass : {true, false}) {
+        const auto got = ksz::huffman::encode(space, dwide, dbook, 4096, one_pass ? &ws : nullptr, 512,
+                                              one_pass ? bound : 0, narrow);
+        space.fence();
+        const HostEncoded got_h = HostEncoded::of(got);
+        EXPECT_EQ(got.n_words, ref.n_words) << where;
+        EXPECT_TRUE(got_h.words == ref_h.words) << where << (one_pass ? " one pass" : " two passes");
+        EXPECT_TRUE(got_h.offsets == ref_h.offsets) << where;
+        EXPECT_TRUE(got_h.runs == ref_h.runs) << where;
+      }
+    }
+    std::vector<u16> bad = wide;
+    bad[n / 2] = static_cast<u16>(2 * from);
+    const auto dbad = to_device<TypeParam>(bad);
+    typename ksz::pipeline::Workspace<Mem>::Lease ws;
+    EXPECT_THROW(ksz::huffman::encode(space, dbad, dbook, 4096, &ws, 512, bound, narrow), ksz::InvalidInput);
+    EXPECT_THROW(ksz::huffman::encode(space, dbad, dbook, 4096, nullptr, 512, 0, narrow), ksz::InvalidInput);
+  }
+}
+
 TYPED_TEST(HuffmanCodec, SingleSymbolStream) {
   const std::vector<u16> sym(10000, 7);
   const std::vector<u64> h = histogram_of(sym, 1024);

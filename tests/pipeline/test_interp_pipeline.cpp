@@ -364,11 +364,10 @@ TEST(InterpRadius, ChoiceFollowsTheResiduals) {
 
 // Free functions: CUDA device lambdas cannot live in gtest's private TestBody.
 // Codes of radius kAutoRadiusMax for residuals q (kVerbatim: verbatim) on the
-// backend, as the passes write them (sparse qv), and their histogram.
+// backend, as the passes write them, and their histogram.
 template <class Space>
 struct WideCodes {
   Kokkos::View<std::uint16_t*, typename Space::memory_space> codes;
-  Kokkos::View<std::int32_t*, typename Space::memory_space> qv;
   std::vector<std::uint64_t> hist;
   std::uint64_t nverb = 0;
 };
@@ -389,16 +388,13 @@ WideCodes<Space> wide_codes(const std::vector<std::int32_t>& q) {
                            q.data(), n));
   WideCodes<Space> w;
   w.codes = Kokkos::View<std::uint16_t*, Mem>("codes", n);
-  w.qv = Kokkos::View<std::int32_t*, Mem>("qv", n);
   const auto codes = w.codes;
-  const auto qv = w.qv;
   constexpr std::int32_t R = spline::kAutoRadiusMax;
   Kokkos::parallel_for(
       Kokkos::RangePolicy<Space>(0, n), KOKKOS_LAMBDA(const std::uint64_t i) {
         const std::int32_t v = d(i);
         const bool coded = v != spline::kVerbatim && v > -R && v < R;
         codes(i) = coded ? static_cast<std::uint16_t>(v + R) : std::uint16_t(0);
-        qv(i) = coded ? 12345 : v;  // junk where the pipeline never writes
       });
   w.hist = histogram_of<Space>(w.codes, R);
   for (const std::int32_t v : q) w.nverb += v == spline::kVerbatim ? 1 : 0;
@@ -437,31 +433,51 @@ TYPED_TEST(InterpPipeline, SpreadFromHistogramCountsEveryBucket) {
   for (int b = 0; b <= spline::kSpreadMaxLog - spline::kSpreadMinLog; ++b) EXPECT_EQ(s.bucket[b], want[b]) << b;
 }
 
-// Recoding to a narrower radius: the codes are those of that radius computed
-// from the residuals, the histogram derived on the host is the recoded codes'
-// histogram, and every new code-0 position holds its residual in qv.
-TYPED_TEST(InterpPipeline, RecodeMatchesTheNarrowRadius) {
+// Reading the radius-4096 codes at a narrower radius (huffman::Narrow): the
+// codes read are those of that radius computed from the residuals, their
+// histogram is the one derived on the host, and count_outliers counts each
+// block's code-0 positions at that radius.
+TYPED_TEST(InterpPipeline, NarrowReadsTheCodesOfTheNarrowRadius) {
   const std::vector<std::int32_t> q = spread_residuals();
   for (const std::uint32_t r : {16u, 512u, 2048u}) {
-    auto w = wide_codes<TypeParam>(q);
+    const auto w = wide_codes<TypeParam>(q);
+    const huffman::Narrow narrow{spline::kAutoRadiusMax, r};
     const std::uint64_t nb = (q.size() + outliers::kCompactBlock - 1) / outliers::kCompactBlock;
     Kokkos::View<std::uint64_t*, typename TypeParam::memory_space> counts("counts", nb + 1);
-    spline::recode<TypeParam>(TypeParam(), w.codes, spline::kAutoRadiusMax, r, w.qv, counts);
+    spline::count_outliers<TypeParam>(TypeParam(), w.codes, narrow, counts);
     const auto counts_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counts);
-    const auto want_hist = spline::narrow_histogram(w.hist.data(), r);
-    EXPECT_EQ(histogram_of<TypeParam>(w.codes, r), want_hist) << r;
     const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.codes);
-    const auto v = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.qv);
+    std::vector<std::uint64_t> hist(2 * r, 0);
     std::uint64_t wrong = 0;
     const std::int32_t rad = static_cast<std::int32_t>(r);
     std::vector<std::uint64_t> zeros(nb, 0);
     for (std::size_t i = 0; i < q.size(); ++i) {
       const bool coded = q[i] != spline::kVerbatim && q[i] > -rad && q[i] < rad;
-      wrong += coded ? (c(i) != q[i] + rad) : (c(i) != 0 || v(i) != q[i]);
+      const std::uint32_t s = narrow(c(i));
+      wrong += coded ? (s != std::uint32_t(q[i] + rad)) : (s != 0);
+      ++hist[s < 2 * r ? s : 0];
       zeros[i / outliers::kCompactBlock] += coded ? 0 : 1;
     }
     EXPECT_EQ(wrong, 0u) << r;
+    EXPECT_EQ(hist, spline::narrow_histogram(w.hist.data(), r)) << r;
     for (std::uint64_t b = 0; b < nb; ++b) EXPECT_EQ(counts_h(b), zeros[b]) << r << " block " << b;
+    // Where the histogram pass also counts the blocks' magnitude classes (CUDA),
+    // the same histogram and the same counts from them.
+    Kokkos::View<std::uint64_t*, typename TypeParam::memory_space> wide("wide", 2 * spline::kAutoRadiusMax);
+    Kokkos::View<std::uint32_t*, typename TypeParam::memory_space> classes("classes", nb * histogram::kCodeClasses);
+    const bool classed =
+        histogram::histogram_classes<TypeParam>(TypeParam(), w.codes, wide, spline::kAutoRadiusMax, classes);
+#if defined(KSZ_HAVE_CUDA)
+    EXPECT_EQ(classed, (std::is_same<TypeParam, Kokkos::Cuda>::value && cuda_spec::enabled())) << r;
+#endif
+    if (classed) {
+      const auto wide_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), wide);
+      EXPECT_TRUE(std::equal(w.hist.begin(), w.hist.end(), wide_h.data())) << r;
+      Kokkos::deep_copy(counts, 0);
+      spline::count_outliers_from_classes<TypeParam>(TypeParam(), classes, nb, r, counts);
+      const auto from_classes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counts);
+      for (std::uint64_t b = 0; b < nb; ++b) EXPECT_EQ(from_classes(b), zeros[b]) << r << " block " << b;
+    }
   }
 }
 

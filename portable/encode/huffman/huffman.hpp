@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "portable/encode/huffman/codebook.hpp"
+#include "portable/encode/huffman/narrow.hpp"
 #include "portable/quantize/byte_codes.hpp"
 #include "portable/simd/bits.hpp"
 #include "portable/simd/scan.hpp"
@@ -525,15 +526,16 @@ struct StagedChunks {
   Kokkos::View<std::uint16_t*, Mem> run_bits;
   Kokkos::View<std::uint32_t*, Mem> status;
   Kokkos::View<std::uint32_t*, Mem> words;
+  Narrow narrow;
   int team = 1;  // threads a team: a power of two (team_scan's need) covering cs
 
   StagedChunks(Kokkos::View<const std::uint16_t*, Mem> symbols_, Kokkos::View<const std::uint32_t*, Mem> enc_,
                std::uint32_t nsym_, const Runs& runs, Kokkos::View<std::uint64_t*, Mem> offsets_,
                Kokkos::View<std::uint16_t*, Mem> run_bits_, Kokkos::View<std::uint32_t*, Mem> status_,
-               Kokkos::View<std::uint32_t*, Mem> words_)
+               Kokkos::View<std::uint32_t*, Mem> words_, Narrow narrow_)
       : symbols(symbols_), enc(enc_), nsym(nsym_), n(runs.n), cs(runs.cs), step(runs.step),
         per_chunk(runs.per_chunk), nchunks(runs.nchunks), offsets(offsets_), run_bits(run_bits_),
-        status(status_), words(words_) {
+        status(status_), words(words_), narrow(narrow_) {
     while (team * kSlice < cs) team *= 2;
   }
   KOKKOS_INLINE_FUNCTION std::uint32_t table_size() const { return nsym <= kScratchTable ? nsym : 0u; }
@@ -575,7 +577,7 @@ struct StagedChunks {
       std::uint32_t bits = 0;
       [[maybe_unused]] bool bad = false;
       for (int j = 0; j < int(kSlice); ++j) {
-        const std::uint32_t sym = (w[j / 2] >> (16 * (j % 2))) & 0xFFFFu;
+        const std::uint32_t sym = narrow((w[j / 2] >> (16 * (j % 2))) & 0xFFFFu);
         const std::uint32_t code = j < len && sym < nsym ? tab[sym] : 0u;
         bits += code >> 24;
         if constexpr (kDeflate)
@@ -625,7 +627,7 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
                           Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> symbols,
                           const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols,
                           typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
-                          std::uint32_t sub = 0) {
+                          std::uint32_t sub = 0, const Narrow narrow = {}) {
   using WS = pipeline::Workspace<typename ExecSpace::memory_space>;
   using Mem = typename ExecSpace::memory_space;
   using Policy = Kokkos::RangePolicy<ExecSpace>;
@@ -655,7 +657,8 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
   bool specialized = false;
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
-    specialized = cuda_spec::huffman_chunk_bits(space, symbols.data(), n, chunk_symbols, enc.data(), nsym,
+    specialized = narrow.identity() &&  // the CUDA two passes read the symbols as they are
+                  cuda_spec::huffman_chunk_bits(space, symbols.data(), n, chunk_symbols, enc.data(), nsym,
                                                 offsets.data(), status.data(),
                                                 runs.stored ? static_cast<std::uint32_t>(step) : 0u, per_chunk,
                                                 run_bits.data());
@@ -663,7 +666,7 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
   const bool staged = !host && impl::staged_fits(cs, step);
   if (!specialized && staged) {
-    impl::StagedChunks<ExecSpace, false>(symbols, enc, nsym, runs, offsets, run_bits, status, {}).run(space);
+    impl::StagedChunks<ExecSpace, false>(symbols, enc, nsym, runs, offsets, run_bits, status, {}, narrow).run(space);
   } else if (!specialized) Kokkos::parallel_for(
       "ksz::huffman::chunk_bits", Policy(space, 0, nchunks), KOKKOS_LAMBDA(const std::uint64_t c) {
         const std::uint64_t s0 = c * cs;
@@ -674,7 +677,7 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
           const std::uint64_t b = a + step < s1 ? a + step : s1;
           std::uint64_t run = 0;
           for (std::uint64_t i = a; i < b; ++i) {
-            const std::uint32_t s = symbols(i);
+            const std::uint32_t s = narrow(symbols(i));
             const std::uint32_t len = s < nsym ? enc(s) >> 24 : 0u;
             bad = bad || len == 0;
             run += len;
@@ -702,12 +705,12 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
   res.words = words;
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
-    if (cuda_spec::huffman_deflate(space, symbols.data(), n, chunk_symbols, enc.data(), offsets.data(), words.data(),
-                                   res.n_words))
+    if (narrow.identity() && cuda_spec::huffman_deflate(space, symbols.data(), n, chunk_symbols, enc.data(),
+                                                       offsets.data(), words.data(), res.n_words))
       return res;
 #endif
   if (staged) {
-    impl::StagedChunks<ExecSpace, true>(symbols, enc, nsym, runs, offsets, run_bits, status, words).run(space);
+    impl::StagedChunks<ExecSpace, true>(symbols, enc, nsym, runs, offsets, run_bits, status, words, narrow).run(space);
     return res;
   }
   Kokkos::parallel_for(
@@ -719,7 +722,7 @@ Encoded<ExecSpace> encode_two_pass(const ExecSpace& space,
         std::uint64_t acc = 0;
         int nbits = 0;
         for (std::uint64_t i = s0; i < s1; ++i) {
-          const std::uint32_t e = enc(symbols(i));
+          const std::uint32_t e = enc(narrow(symbols(i)));
           const int len = static_cast<int>(e >> 24);
           acc = (acc << len) | (e & 0xFFFFFFu);
           nbits += len;
@@ -781,24 +784,25 @@ inline bool encode_single_pass(const Kokkos::Cuda& space, const cuda_spec::Symbo
 // chunks' runs of sub symbols (Runs); else it is empty. With words_bound (at
 // least the words the bitstream takes: words_bound() from the symbols'
 // histogram), the CUDA specialization encodes in one pass; the result is the
-// same.
+// same. With narrow, the symbols are narrow's reading of the codes given.
 template <class ExecSpace>
 Encoded<ExecSpace> encode(const ExecSpace& space,
                           Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> symbols,
                           const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols,
                           typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
-                          std::uint32_t sub = 0, std::uint64_t words_bound = 0) {
+                          std::uint32_t sub = 0, std::uint64_t words_bound = 0, const Narrow narrow = {}) {
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     cuda_spec::SymbolSource src;
     src.codes = symbols.data();
+    src.narrow = narrow;
     Encoded<ExecSpace> res;
     if (impl::encode_single_pass(space, src, symbols.extent(0), book, chunk_symbols, ws, sub, words_bound, res))
       return res;
   }
 #endif
   (void)words_bound;
-  return encode_two_pass<ExecSpace>(space, symbols, book, chunk_symbols, ws, sub);
+  return encode_two_pass<ExecSpace>(space, symbols, book, chunk_symbols, ws, sub, narrow);
 }
 
 // encode() of byte codes (quantize/byte_codes.hpp), the same result: the

@@ -26,6 +26,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "portable/encode/huffman/narrow.hpp"
+#include "portable/histogram/histogram.hpp"
 #include "portable/quantize/outliers.hpp"
 #include "portable/simd/bits.hpp"
 #include "portable/quantize/prequant.hpp"
@@ -488,7 +490,8 @@ KOKKOS_INLINE_FUNCTION void predict_batch(const Pass& p, const V& r, const I (&i
 
 // A pass's point bodies for for_each_point, whose index type (32 or 64 bits)
 // they take as it comes: functors, not lambdas (a generic extended lambda is
-// not allowed; see also RecodeOne). `batch` takes N points of which the
+// not allowed, and nvcc's host-device lambda captured in another one called
+// a null function pointer on host backends). `batch` takes N points of which the
 // first `valid` exist and loads all their values before it computes any
 // (predict_batch); `operator()` is one point.
 template <class T, class Mem>
@@ -754,7 +757,7 @@ KOKKOS_INLINE_FUNCTION void tile_origin(const FineTiles& ft, std::uint64_t t, st
 // Compressor side of the tiles: codes and sparse residuals of the level's
 // points, verbatim elements counted in nverb; `rec` holds the coarser levels.
 // Item i of ft.items reads in from i * item_n and rec, codes and qv from
-// out_base + i * item_n. Functors, not lambdas (see RecodeOne).
+// out_base + i * item_n. Functors, not lambdas (see CompressPoint).
 template <class ExecSpace, class T>
 struct FineCompress {
   using Mem = typename ExecSpace::memory_space;
@@ -911,34 +914,19 @@ inline std::uint32_t choose_radius(const Spread& s, std::size_t index_bytes) {
   return best_r;
 }
 
-// Codes of radius `from` to radius r <= from, in place: q + r inside the
-// narrower alphabet, else 0, the residual then going to the sparse qv (code-0
-// positions only, as the passes write it). With r == from the codes stay as
-// they are. Either way counts(b) receives the code-0 positions of block b of
-// outliers::kCompactBlock codes, for outliers::compact_counted. A team per
-// block; on GPUs four codes per 8-byte word (2-byte accesses keep too few
-// bytes in flight).
-// One code of recode: the new code (and qv where it becomes an outlier). A
-// functor, not a lambda: nvcc's host-device lambda captured in another one
-// called a null function pointer on host backends.
-template <class Mem>
-struct RecodeOne {
-  Kokkos::View<std::int32_t*, Mem> qv;
-  std::int32_t from, rad;
-  bool same;
-  KOKKOS_INLINE_FUNCTION std::uint32_t operator()(std::uint64_t i, std::uint32_t code) const {
-    if (code == 0 || same) return code;  // code 0: outlier or verbatim at any radius, qv holds it
-    const std::int32_t q = static_cast<std::int32_t>(code) - from;
-    if (q > -rad && q < rad) return static_cast<std::uint32_t>(q + rad);
-    qv(i) = q;
-    return 0;
-  }
-};
-
+// The code-0 positions of the codes read through narrow (huffman::Narrow:
+// the codes of radius r from those the passes wrote at radius from; identity
+// when the radius stays): counts(b) receives those of block b of
+// outliers::kCompactBlock codes, for outliers::compact_counted. The codes
+// stay as they are (the encoder reads them through the same Narrow): a read,
+// not a rewrite. A team per 8 blocks, a block a team thread, its codes over
+// the thread's vector lanes (a warp on GPUs: the block's count is a warp
+// reduction; team reductions took twice the time); on GPUs four codes per
+// 8-byte word (2-byte accesses keep too few bytes in flight).
 template <class ExecSpace>
-void recode(const ExecSpace& space, Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-            std::uint32_t from, std::uint32_t r, Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
-            Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> counts) {
+void count_outliers(const ExecSpace& space, Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                    const huffman::Narrow narrow,
+                    Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> counts) {
   using Mem = typename ExecSpace::memory_space;
   using Policy = Kokkos::TeamPolicy<ExecSpace>;
   using Member = typename Policy::member_type;
@@ -947,16 +935,12 @@ void recode(const ExecSpace& space, Kokkos::View<std::uint16_t*, typename ExecSp
   static_assert(B % 4 == 0, "blocks of whole words");
   const std::uint64_t n = codes.extent(0), nblocks = (n + B - 1) / B;
   if (n == 0) return;
-  const RecodeOne<Mem> one{qv, static_cast<std::int32_t>(from), static_cast<std::int32_t>(r), from == r};
-  std::uint64_t* const words = reinterpret_cast<std::uint64_t*>(codes.data());
+  const std::uint64_t* const words = reinterpret_cast<const std::uint64_t*>(codes.data());
   const bool by_word = !host && (reinterpret_cast<std::uintptr_t>(codes.data()) & 7) == 0;
-  // A block a team thread, its words over the thread's vector lanes (a warp
-  // on GPUs: the block's count is a warp reduction, not a team one; with a
-  // team of 256 threads a block, the team reductions took half the time).
   const int per_team = host ? 1 : 8, lanes = host ? 1 : 32;
   const std::uint64_t league = (nblocks + per_team - 1) / per_team;
   Kokkos::parallel_for(
-      "ksz::spline::recode", Policy(space, static_cast<int>(league), per_team, lanes),
+      "ksz::spline::count_outliers", Policy(space, static_cast<int>(league), per_team, lanes),
       KOKKOS_LAMBDA(const Member& team) {
         Kokkos::parallel_for(Kokkos::TeamThreadRange(team, per_team), [&](const int j) {
           const std::uint64_t b = static_cast<std::uint64_t>(team.league_rank()) * per_team + j;
@@ -970,25 +954,40 @@ void recode(const ExecSpace& space, Kokkos::View<std::uint16_t*, typename ExecSp
                 Kokkos::ThreadVectorRange(team, begin / 4, wend),
                 [&](const std::uint64_t w, std::uint64_t& acc) {
                   const std::uint64_t x = words[w];
-                  std::uint64_t y = 0;
-                  for (int k = 0; k < 4; ++k) {
-                    const std::uint32_t c = one(4 * w + k, static_cast<std::uint32_t>((x >> (16 * k)) & 0xFFFFu));
-                    y |= static_cast<std::uint64_t>(c) << (16 * k);
-                    acc += c == 0 ? 1 : 0;
-                  }
-                  if (!one.same) words[w] = y;
+                  for (int k = 0; k < 4; ++k)
+                    acc += narrow(static_cast<std::uint32_t>((x >> (16 * k)) & 0xFFFFu)) == 0 ? 1 : 0;
                 },
                 zeros);
           Kokkos::parallel_reduce(
               Kokkos::ThreadVectorRange(team, wend * 4 > begin ? wend * 4 : begin, end),
-              [&](const std::uint64_t i, std::uint64_t& acc) {
-                const std::uint32_t c = one(i, codes(i));
-                if (!one.same) codes(i) = static_cast<std::uint16_t>(c);
-                acc += c == 0 ? 1 : 0;
-              },
-              tail);
+              [&](const std::uint64_t i, std::uint64_t& acc) { acc += narrow(codes(i)) == 0 ? 1 : 0; }, tail);
           Kokkos::single(Kokkos::PerThread(team), [&]() { counts(b) = zeros + tail; });
         });
+      });
+}
+
+// count_outliers's counts for codes written at kAutoRadiusMax read at radius
+// r (a power of two, 2^kSpreadMinLog .. kAutoRadiusMax), from their blocks'
+// magnitude classes (histogram::histogram_classes): a block's code 0 and
+// classes log2(r) - kSpreadMinLog and up, |q| >= r.
+static_assert(histogram::kClassBlock == outliers::kCompactBlock, "a class block is a compaction block");
+static_assert(histogram::kCodeClasses == kSpreadMaxLog - kSpreadMinLog + 1, "a class per spread bucket below 2^12");
+template <class ExecSpace>
+void count_outliers_from_classes(const ExecSpace& space,
+                                 Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> classes,
+                                 std::uint64_t nblocks, std::uint32_t r,
+                                 Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> counts) {
+  int first = 0;
+  while ((std::uint32_t(1) << (first + kSpreadMinLog)) < r) ++first;
+  KSZ_EXPECTS(r == std::uint32_t(1) << (first + kSpreadMinLog) && r <= kAutoRadiusMax, "internal: radius ", r,
+              " has no magnitude class");
+  constexpr int C = histogram::kCodeClasses;
+  Kokkos::parallel_for(
+      "ksz::spline::count_outliers_from_classes", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks),
+      KOKKOS_LAMBDA(const std::uint64_t b) {
+        std::uint64_t s = classes(b * C + C - 1);
+        for (int k = first; k < C - 1; ++k) s += classes(b * C + k);
+        counts(b) = s;
       });
 }
 
