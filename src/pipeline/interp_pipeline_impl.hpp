@@ -183,11 +183,10 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   }
 
   // Outlier and verbatim lists: the code-0 positions at the chosen radius
-  // (counted per block by one read of the codes), in one compaction; split
-  // below only when there are verbatim elements. A listed position's residual
-  // is in qv where its code is 0, else the code's at the coded radius.
+  // (counted per block from the classes, else by one read of the codes), in
+  // one compaction; split below only when there are verbatim elements.
   const huffman::Narrow narrow = radius == coded_radius ? huffman::Narrow{} : huffman::Narrow(coded_radius, radius);
-  const std::int32_t from = static_cast<std::int32_t>(coded_radius);
+  const spline::ListedResidual<Mem> residual{codes, qv, static_cast<std::int32_t>(coded_radius)};
   const Kokkos::View<std::uint64_t*, Mem> zero_counts =
       ws.template get<std::uint64_t>(WS::kZeroCounts, nblocks + 1, "ksz::zero_counts");
   if (classed)
@@ -226,7 +225,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
         "ksz::interp::split_zeros", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
         KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& verb_before, const bool final) {
           const std::uint64_t i = zero_idx(j);
-          const std::int32_t c = codes(i), q = c == 0 ? qv(i) : c - from;
+          const std::int32_t q = residual(i);
           const bool verb = q == spline::kVerbatim;
           if (final) {
             if (verb && verb_before < n_verbatim) {
@@ -245,11 +244,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   } else {
     Kokkos::parallel_for(
         "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
-        KOKKOS_LAMBDA(const std::uint64_t j) {
-          const std::uint64_t i = zero_idx(j);
-          const std::int32_t c = codes(i);
-          out_val(j) = c == 0 ? qv(i) : c - from;
-        });
+        KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = residual(zero_idx(j)); });
   }
   huffman::HostCodebook book;
   if (book_task.valid()) book = book_task.get();

@@ -966,6 +966,21 @@ void count_outliers(const ExecSpace& space, Kokkos::View<const std::uint16_t*, t
       });
 }
 
+// The residual of a position listed as an outlier at the chosen radius: qv's
+// where its code is 0 (the passes wrote it there), else the one its code
+// stands for at the coded radius `from` (a code huffman::Narrow reads as 0).
+// A functor, not a lambda (see CompressPoint).
+template <class Mem>
+struct ListedResidual {
+  Kokkos::View<const std::uint16_t*, Mem> codes;
+  Kokkos::View<const std::int32_t*, Mem> qv;
+  std::int32_t from;
+  KOKKOS_INLINE_FUNCTION std::int32_t operator()(const std::uint64_t i) const {
+    const std::int32_t c = codes(i);
+    return c == 0 ? qv(i) : c - from;
+  }
+};
+
 // count_outliers's counts for codes written at kAutoRadiusMax read at radius
 // r (a power of two, 2^kSpreadMinLog .. kAutoRadiusMax), from their blocks'
 // magnitude classes (histogram::histogram_classes): a block's code 0 and
