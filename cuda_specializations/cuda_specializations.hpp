@@ -266,9 +266,9 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
 // and the two flags before using out.
 template <class T>
 bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
-                        const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
-                        std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
-                        std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes);
+                       const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
+                       std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
+                       std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes);
 
 #endif  // KSZ_HAVE_CUDA
 

@@ -4,7 +4,6 @@
 #include <cuda_runtime.h>
 
 #include "cuda_specializations/cuda_specializations.hpp"
-#include "cuda_specializations/host_result.hpp"
 #include "cuda_specializations/launch.hpp"
 #include "cuda_specializations/lookback.hpp"
 #include "cuda_specializations/warp.hpp"
@@ -645,14 +644,16 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& s
     default: b ? run(encode_kernel<64, true>) : nar ? run(encode_kernel<64, false, true>) : run(encode_kernel<64, false>); break;
   }
   check(cudaGetLastError(), "huffman encode_kernel");
-  const HostResult back;  // pinned: the two small copies go straight to the host
-  check(cudaMemcpyAsync(back.device<std::uint64_t>(), offsets + nchunks, sizeof(std::uint64_t), cudaMemcpyDefault, st),
-        "huffman total copy");
-  check(cudaMemcpyAsync(back.device<std::uint32_t>() + 2, status, sizeof(std::uint32_t), cudaMemcpyDefault, st),
-        "huffman status copy");
-  check(cudaStreamSynchronize(st), "huffman encode sync");
-  n_words = back.host<std::uint64_t>()[0];
-  status_out = back.host<std::uint32_t>()[2];
+  // The total and the status straight to the host (a pinned slot), one synchronization.
+  struct {
+    std::uint64_t total;
+    std::uint32_t status;
+  } back{};
+  const void* src[2] = {offsets + nchunks, status};
+  const std::size_t bytes[2] = {sizeof(back.total), sizeof(back.status)};
+  KSZ_EXPECTS(copy_to_host(space, src, bytes, 2, &back), "internal: huffman encode results not copied");
+  n_words = back.total;
+  status_out = back.status;
   // A symbol without a code is the caller's error to report (and makes the bound meaningless).
   KSZ_EXPECTS((status_out & huffman::impl::kBadSymbol) || !(status_out & kOverflow),
               "internal: the Huffman bitstream exceeds its bound of ", cap, " words");

@@ -374,6 +374,24 @@ __device__ __forceinline__ void flush_hot(unsigned long long& acc, std::uint32_t
   acc = 0;
 }
 
+// Code c into the 8-bit hot fields of acc where it is one of the kHotBins
+// from hot0, else into the block's shared histogram lh (codes past nbins
+// are not counted).
+__device__ __forceinline__ void count_code(std::uint32_t c, unsigned long long& acc, std::uint32_t* lh,
+                                           std::uint32_t hot0, std::uint32_t nbins) {
+  const std::uint32_t h = c - hot0;
+  const bool is_hot = h < std::uint32_t(kHotBins);
+  acc += static_cast<unsigned long long>(is_hot) << (8 * (h & (kHotBins - 1)));
+  if (!is_hot && c < nbins) atomicAdd(&lh[c], 1u);
+}
+
+// The block's shared histogram into the global one (after a barrier).
+__device__ __forceinline__ void add_block_histogram(const std::uint32_t* lh, std::uint32_t nbins,
+                                                    unsigned long long* __restrict__ hist) {
+  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x)
+    if (lh[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(lh[b]));
+}
+
 // prequantize() of portable/quantize/prequant.hpp with three conversions
 // instead of six (F2F and F2I run at a quarter of the FP64 rate on Hopper;
 // six an element bounded the fused kernel): floor(h) from the nearest integer
@@ -582,8 +600,7 @@ __global__ void __launch_bounds__(kRows)
   }
   flush_hot(hot, lh, hot0, nbins);
   __syncthreads();
-  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x)
-    if (lh[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(lh[b]));
+  add_block_histogram(lh, nbins, hist);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
@@ -886,12 +903,7 @@ __global__ void __launch_bounds__(kThreads)
   for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x) lh[b] = 0;
   __syncthreads();
   unsigned long long hot = 0;
-  const auto count = [&](std::uint32_t c) {
-    const std::uint32_t h = c - hot0;
-    const bool is_hot = h < std::uint32_t(kHotBins);
-    hot += static_cast<unsigned long long>(is_hot) << (8 * (h & (kHotBins - 1)));
-    if (!is_hot && c < nbins) atomicAdd(&lh[c], 1u);
-  };
+  const auto count = [&](std::uint32_t c) { count_code(c, hot, lh, hot0, nbins); };
   const std::uint64_t stride = std::uint64_t(gridDim.x) * blockDim.x;
   int since_flush = 0;
   // Block-uniform rounds (flush_hot is a warp collective).
@@ -914,8 +926,7 @@ __global__ void __launch_bounds__(kThreads)
   if (blockIdx.x == 0 && threadIdx.x < ntail) count(tail[threadIdx.x]);
   flush_hot(hot, lh, hot0, nbins);
   __syncthreads();
-  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x)
-    if (lh[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(lh[b]));
+  add_block_histogram(lh, nbins, hist);
 }
 }  // namespace
 
@@ -970,10 +981,7 @@ __global__ void __launch_bounds__(kThreads)
   // as field 8k of mags: the shift 216 - 8 clz(a | 8) = 8k wraps below 16
   // and is 64 for code 0 (a = center = 4096 at most), either way no field.
   const auto count = [&](std::uint32_t c, std::uint32_t a) {
-    const std::uint32_t h = c - hot0;
-    const bool is_hot = h < std::uint32_t(kHotBins);
-    hot += static_cast<unsigned long long>(is_hot) << (8 * (h & (kHotBins - 1)));
-    if (!is_hot && c < nbins) atomicAdd(&lh[c], 1u);
+    count_code(c, hot, lh, hot0, nbins);
     mags += shl_clamped(1ull, 216u - 8u * static_cast<std::uint32_t>(__clz(a | 8u)));
   };
   const std::uint32_t center2 = center * 0x10001u;
@@ -1018,8 +1026,7 @@ __global__ void __launch_bounds__(kThreads)
     zeros = 0;
   }
   __syncthreads();
-  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x)
-    if (lh[b]) atomicAdd(&hist[b], static_cast<unsigned long long>(lh[b]));
+  add_block_histogram(lh, nbins, hist);
 }
 }  // namespace
 

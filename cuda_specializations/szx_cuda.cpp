@@ -411,8 +411,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- Groups (szx_compress_onepass, one kernel; szx_decode_groups, offsets
-// first): block sizes 128 * C. A CUDA block takes a group of SZx blocks from a ticket (kWarps
-// warps, NB consecutive blocks a warp, 4096 values for float), with the
+// first): block sizes 128 * C. A CUDA block takes a group of SZx blocks from
+// a ticket (kWarps warps, NB consecutive blocks a warp, 4096 values for float), with the
 // codes kept in registers from the first read to the last write. The
 // group's counts are published as soon as they are known and its place in the
 // output comes from decoupled look-back over the groups before it, so there
@@ -434,7 +434,8 @@ struct Result {
 };
 // The state buffer: two look-back state arrays (ngroups words each), the
 // ticket, Result, then the decoder's GroupArrays.
-__host__ __device__ constexpr std::uint64_t result_word(std::uint64_t ngroups) { return 2 * ngroups + 1; }
+__host__ __device__ constexpr std::uint64_t ticket_word(std::uint64_t ngroups) { return 2 * ngroups; }
+__host__ __device__ constexpr std::uint64_t result_word(std::uint64_t ngroups) { return ticket_word(ngroups) + 1; }
 __host__ __device__ __forceinline__ Result* result_of(unsigned long long* state, std::uint64_t ngroups) {
   return reinterpret_cast<Result*>(state + result_word(ngroups));
 }
@@ -834,7 +835,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
   static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
   for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
     reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
-  if (threadIdx.x == 0) sh.g = atomicAdd(state + result_word(ngroups) - 1, 1ull);  // the ticket
+  if (threadIdx.x == 0) sh.g = atomicAdd(state + ticket_word(ngroups), 1ull);
   __syncthreads();
   const std::uint64_t g = sh.g;
   const bool full = (g + 1) * SH::kBlocks * SH::kBlock <= n && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0;
@@ -1375,9 +1376,9 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
 
 template <class T>
 bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
-                        const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
-                        std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
-                        std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes) {
+                       const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
+                       std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
+                       std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes) {
   const OnePassGrid g = onepass_grid<T>(n, block);
   if (g.c == 0) return false;
   if (reinterpret_cast<std::uintptr_t>(mid) % sizeof(T) != 0) return false;  // read in words of sizeof(T)
@@ -1421,9 +1422,9 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
                                         std::uint8_t*, T*, std::uint8_t*, std::uint8_t*, std::uint64_t, void*,  \
                                         std::size_t, SzxOffsets&, bool&);                                       \
   template bool szx_decode_groups<T>(const Kokkos::Cuda&, std::uint64_t, std::uint32_t, const std::uint8_t*,  \
-                                      const T*, const std::uint8_t*, std::uint64_t, const std::uint8_t*,        \
-                                      std::uint64_t, const T*, std::uint64_t, T*, void*, std::size_t,           \
-                                      SzxOffsets&, bool&, bool&);
+                                     const T*, const std::uint8_t*, std::uint64_t, const std::uint8_t*,         \
+                                     std::uint64_t, const T*, std::uint64_t, T*, void*, std::size_t,            \
+                                     SzxOffsets&, bool&, bool&);
 KSZ_SZX_CUDA(float)
 KSZ_SZX_CUDA(double)
 #undef KSZ_SZX_CUDA

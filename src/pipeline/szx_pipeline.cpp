@@ -301,8 +301,8 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
       cuda_spec::SzxOffsets tot{};
       bool bad_kinds = false, bad_codes = false;
       if (cuda_spec::szx_decode_groups<T>(space, n, block, kinds.data(), medians.data(), lead.data(), lead_seg.size,
-                                           mid.data(), mid_seg.size, verb.data(), verb.extent(0), out.data(),
-                                           state.data(), state_bytes, tot, bad_kinds, bad_codes)) {
+                                          mid.data(), mid_seg.size, verb.data(), verb.extent(0), out.data(),
+                                          state.data(), state_bytes, tot, bad_kinds, bad_codes)) {
         check_totals(tot, bad_kinds, bad_codes);
         timer.mark("block decode");
         impl::report_decoded<T>(report, h, n, tot.verb);
