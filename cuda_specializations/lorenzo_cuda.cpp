@@ -374,15 +374,25 @@ __device__ __forceinline__ void flush_hot(unsigned long long& acc, std::uint32_t
   acc = 0;
 }
 
+// x << s with PTX's clamp: an amount of 64 or more gives 0 (C++ leaves it undefined).
+__device__ __forceinline__ unsigned long long shl_clamped(unsigned long long x, std::uint32_t s) {
+  unsigned long long r;
+  asm("shl.b64 %0, %1, %2;" : "=l"(r) : "l"(x), "r"(s));
+  return r;
+}
+
 // Code c into the 8-bit hot fields of acc where it is one of the kHotBins
-// from hot0, else into the block's shared histogram lh (codes past nbins
-// are not counted).
-__device__ __forceinline__ void count_code(std::uint32_t c, unsigned long long& acc, std::uint32_t* lh,
+// from hot0 (a clamped shift: any other code adds 0, no select), else into
+// the block's shared histogram lh; true where it went there. Codes past
+// nbins are not counted. (8 (c - hot0) wraps to 2^32 - 8 d for c = hot0 - d,
+// d <= 65535: never below 64.)
+__device__ __forceinline__ bool count_code(std::uint32_t c, unsigned long long& acc, std::uint32_t* lh,
                                            std::uint32_t hot0, std::uint32_t nbins) {
   const std::uint32_t h = c - hot0;
-  const bool is_hot = h < std::uint32_t(kHotBins);
-  acc += static_cast<unsigned long long>(is_hot) << (8 * (h & (kHotBins - 1)));
-  if (!is_hot && c < nbins) atomicAdd(&lh[c], 1u);
+  acc += shl_clamped(1ull, 8u * h);
+  const bool shared = h >= std::uint32_t(kHotBins) && c < nbins;
+  if (shared) atomicAdd(&lh[c], 1u);
+  return shared;
 }
 
 // The block's shared histogram into the global one (after a barrier).
@@ -953,38 +963,35 @@ bool code_histogram(const Kokkos::Cuda& space, const std::uint16_t* codes, std::
 //
 // code_histogram's counts, and for every block of kClassBlock codes the
 // counts of its magnitude classes (|c - center| in [2^(k+4), 2^(k+5)), k <
-// 8) and of its code-0 positions: a warp a block (16 loads of 16 bytes a
-// lane), the classes in the 8-bit fields of one register a lane (at most
-// 128 a field), summed over the warp in 16-bit fields as flush_hot does. The
-// interp pipeline's outlier counts at any candidate radius then need no
-// further read of the codes (spline::count_outliers's 150 us at 512^3).
+// 8) and of its code-0 positions (class 8: |0 - center| = 2^12): a warp a
+// block (16 loads of 16 bytes a lane). The classes cost nothing on the
+// common path: a code in a class is never one of the hot bins, so it is
+// counted where count_code takes the shared atomic, by a second one into the
+// warp's class counts in shared memory (rare at the bounds the radius choice
+// serves). The interp pipeline's outlier counts at any candidate radius then
+// need no further read of the codes (spline::count_outliers's 150 us at
+// 512^3).
 namespace {
 using histogram::kClassBlock;
 using histogram::kCodeClasses;
-// x << s with PTX's clamp: an amount of 64 or more gives 0 (C++ leaves it undefined).
-__device__ __forceinline__ unsigned long long shl_clamped(unsigned long long x, std::uint32_t s) {
-  unsigned long long r;
-  asm("shl.b64 %0, %1, %2;" : "=l"(r) : "l"(x), "r"(s));
-  return r;
-}
 __global__ void __launch_bounds__(kThreads)
     code_classes_kernel(const std::uint16_t* __restrict__ codes, std::uint64_t n, std::uint32_t nbins,
                         std::uint32_t center, std::uint32_t hot0, unsigned long long* __restrict__ hist,
                         std::uint32_t* __restrict__ classes) {
-  extern __shared__ std::uint32_t lh[];
-  for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x) lh[b] = 0;
-  __syncthreads();
+  extern __shared__ std::uint32_t lh[];  // nbins bins, then kCodeClasses counts a warp
   const int lane = threadIdx.x & 31;
-  unsigned long long hot = 0, mags = 0;
-  std::uint32_t zeros = 0;  // two 16-bit counts (the halves of the words read)
-  // Code c with a = |c - center|: its bin, and its class k = floor(log2 a) - 4
-  // as field 8k of mags: the shift 216 - 8 clz(a | 8) = 8k wraps below 16
-  // and is 64 for code 0 (a = center = 4096 at most), either way no field.
-  const auto count = [&](std::uint32_t c, std::uint32_t a) {
-    count_code(c, hot, lh, hot0, nbins);
-    mags += shl_clamped(1ull, 216u - 8u * static_cast<std::uint32_t>(__clz(a | 8u)));
+  std::uint32_t* const wc = lh + nbins + (threadIdx.x / 32) * kCodeClasses;
+  for (std::uint32_t b = threadIdx.x; b < nbins + (blockDim.x / 32) * kCodeClasses; b += blockDim.x) lh[b] = 0;
+  __syncthreads();
+  unsigned long long hot = 0;
+  // Class k = floor(log2 a) - 4 = 27 - clz(a) for a = |c - center| >= 16;
+  // a <= 2^12 for the codes below nbins = 2 center, 2^12 for code 0 alone.
+  const auto count = [&](std::uint32_t c) {
+    if (count_code(c, hot, lh, hot0, nbins)) {
+      const std::uint32_t a = c >= center ? c - center : center - c;
+      if (a >= 16u) atomicAdd(&wc[27 - __clz(a)], 1u);
+    }
   };
-  const std::uint32_t center2 = center * 0x10001u;
   const std::uint64_t nblk = (n + kClassBlock - 1) / kClassBlock;
   const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / 32);
   for (std::uint64_t blk = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; blk < nblk; blk += warps) {
@@ -997,33 +1004,20 @@ __global__ void __launch_bounds__(kThreads)
         const std::uint32_t x[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll 4
         for (int j = 0; j < 4; ++j) {
-          const std::uint32_t a = __vabsdiffu2(x[j], center2);  // both codes' |c - center|
-          zeros += __vseteq2(x[j], 0u);
-          count(x[j] & 0xFFFFu, a & 0xFFFFu);
-          count(x[j] >> 16, a >> 16);
+          count(x[j] & 0xFFFFu);
+          count(x[j] >> 16);
         }
       }
     } else {
-      for (std::uint64_t i = begin + lane; i < n; i += 32) {
-        const std::uint32_t c = codes[i];
-        zeros += c == 0 ? 1u : 0u;
-        count(c, c >= center ? c - center : center - c);
-      }
+      for (std::uint64_t i = begin + lane; i < n; i += 32) count(codes[i]);
     }
     flush_hot(hot, lh, hot0, nbins);  // at most 128 a field
-    unsigned long long even = mags & 0x00FF00FF00FF00FFull, odd = (mags >> 8) & 0x00FF00FF00FF00FFull;
-#pragma unroll 4
-    for (int o = 16; o > 0; o >>= 1) {
-      even += __shfl_xor_sync(warp::kFull, even, o);
-      odd += __shfl_xor_sync(warp::kFull, odd, o);
+    __syncwarp();
+    if (lane < kCodeClasses) {
+      classes[blk * kCodeClasses + lane] = wc[lane];
+      wc[lane] = 0;
     }
-    zeros = warp::reduce_add((zeros & 0xFFFFu) + (zeros >> 16));
-    if (lane < 8)
-      classes[blk * kCodeClasses + lane] =
-          static_cast<std::uint32_t>(((lane & 1) ? odd : even) >> (16 * (lane >> 1))) & 0xFFFFu;
-    if (lane == 8) classes[blk * kCodeClasses + 8] = zeros;
-    mags = 0;
-    zeros = 0;
+    __syncwarp();
   }
   __syncthreads();
   add_block_histogram(lh, nbins, hist);
@@ -1038,7 +1032,7 @@ bool code_histogram_classes(const Kokkos::Cuda& space, const std::uint16_t* code
   cudaStream_t st = space.cuda_stream();
   check(cudaMemsetAsync(hist, 0, std::size_t(nbins) * sizeof(std::uint64_t), st), "histogram reset");
   if (n == 0) return true;
-  const std::size_t shmem = std::size_t(nbins) * sizeof(std::uint32_t);
+  const std::size_t shmem = (std::size_t(nbins) + kThreads / 32 * kCodeClasses) * sizeof(std::uint32_t);
   const std::uint64_t nblk = (n + kClassBlock - 1) / kClassBlock;
   const std::uint64_t want = (nblk + kThreads / 32 - 1) / (kThreads / 32);
   const std::uint64_t cap = std::uint64_t(launch::resident_blocks(code_classes_kernel, kThreads, shmem));
