@@ -21,6 +21,7 @@
 // q = kVerbatim, code 0. The bound holds for every element by construction.
 #pragma once
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -856,20 +857,22 @@ struct Spread {
 // so every bucket below 2^12 is a sum of bins; the last takes code 0 less
 // the verbatim elements (counted by the passes). No pass over the residuals.
 inline Spread spread_from_histogram(const std::uint64_t* hist, std::uint64_t nverb) {
-  constexpr std::int64_t R = kAutoRadiusMax;
+  constexpr std::uint32_t R = kAutoRadiusMax;
+  // Bins by ranges (each bucket two runs of codes), no test a bin.
+  const auto sum = [hist](std::uint32_t a, std::uint32_t b) {  // bins [a, b)
+    std::uint64_t t = 0;
+    for (std::uint32_t c = a; c < b; ++c) t += hist[c];
+    return t;
+  };
+  constexpr std::uint32_t lo = 1u << kSpreadMinLog;
   Spread s{};
-  for (std::int64_t c = 1; c < 2 * R; ++c) {
-    if (!hist[c]) continue;
-    const std::uint64_t a = static_cast<std::uint64_t>(c >= R ? c - R : R - c);
-    if (a < (1u << kSpreadMinLog)) {
-      s.core += hist[c];
-      continue;
-    }
-    int k = kSpreadMinLog;
-    while (k < kSpreadMaxLog && (a >> (k + 1)) != 0) ++k;
-    s.bucket[k - kSpreadMinLog] += hist[c];
+  s.core = sum(R - lo + 1, R + lo);
+  for (int k = kSpreadMinLog; k < kSpreadMaxLog; ++k) {
+    const std::uint32_t a = 1u << k, b = 2u << k;  // 2^k <= |q| < 2^(k+1)
+    s.bucket[k - kSpreadMinLog] = sum(R + a, R + b) + sum(R - b + 1, R - a + 1);
   }
-  s.bucket[kSpreadMaxLog - kSpreadMinLog] += hist[0] - nverb;
+  // |q| = 2^12 has no code; code 0 less the verbatim elements.
+  s.bucket[kSpreadMaxLog - kSpreadMinLog] = hist[0] - nverb;
   return s;
 }
 
@@ -878,12 +881,11 @@ inline Spread spread_from_histogram(const std::uint64_t* hist, std::uint64_t nve
 inline std::vector<std::uint64_t> narrow_histogram(const std::uint64_t* hist, std::uint32_t r) {
   constexpr std::uint32_t R = kAutoRadiusMax;
   std::vector<std::uint64_t> h(2 * std::size_t(r), 0);
-  std::uint64_t rest = 0;
-  for (std::uint32_t c = 0; c < 2 * R; ++c) {
-    const std::int64_t q = std::int64_t(c) - R;
-    if (c != 0 && q > -std::int64_t(r) && q < std::int64_t(r)) h[std::size_t(q + r)] = hist[c];
-    else rest += hist[c];
-  }
+  // |q| < r keeps its bin (q + r from code q + R); bin 0 takes the rest.
+  std::copy(hist + R - r + 1, hist + R + r, h.begin() + 1);
+  std::uint64_t rest = hist[0];
+  for (std::uint32_t c = 1; c <= R - r; ++c) rest += hist[c];
+  for (std::uint32_t c = R + r; c < 2 * R; ++c) rest += hist[c];
   h[0] = rest;
   return h;
 }
