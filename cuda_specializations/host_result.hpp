@@ -22,7 +22,8 @@ namespace ksz::cuda_spec {
 
 class HostResult {
  public:
-  static constexpr std::size_t kBytes = 64 * 1024 + 64;
+  // Up to the interp spline-kind trial's two histograms (2 x 8192 counts).
+  static constexpr std::size_t kBytes = 128 * 1024 + 64;
   static constexpr std::size_t kScratchBytes = 64 * 1024;
 
   HostResult() {

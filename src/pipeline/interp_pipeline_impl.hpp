@@ -2,7 +2,6 @@
 #pragma once
 #include <cmath>
 #include <cstring>
-#include <future>
 #include <limits>
 #include <utility>
 
@@ -13,6 +12,11 @@
 
 namespace ksz::pipeline {
 namespace impl {
+
+// The interp compressor's device counters (the workspace's kCounters): the
+// trial's verbatim count (never read), the passes' verbatim count, and the
+// verbatim elements the split of the code-0 list met.
+constexpr std::size_t kInterpCounters = 3;
 
 // The spline-kind trial's finest level in tiles (spline::traverse_tiled) on
 // GPUs: all boxes at once instead of a team per box. Host backends keep the
@@ -37,11 +41,9 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
   Kokkos::View<const T*, Mem> sample = in;
   spline::Shape box = sh;  // predicted independently, `boxes` of them one after the other
   std::uint64_t boxes = 1;
-  if (sh.count() > spline::kTrialWhole) {
-    const spline::Sample plan = spline::plan_sample(sh, rank);
-    const Kokkos::View<T*, Mem> g = ws.template get<T>(WS::kTrialSample, plan.shape.count(), "ksz::spline::sample");
-    spline::gather_sample<ExecSpace, T>(space, sh, plan, in, g);
-    sample = g;
+  const bool sampled = sh.count() > spline::kTrialWhole;
+  const spline::Sample plan = sampled ? spline::plan_sample(sh, rank) : spline::Sample{};
+  if (sampled) {
     box = spline::make_shape(plan.box[0], plan.box[1], plan.box[2]);
     boxes = plan.boxes;
   }
@@ -69,9 +71,16 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
   }
   const Kokkos::View<spline::Pass*, Mem> passes =
       ws.template get<spline::Pass>(WS::kTrialPasses, host_passes.size(), "ksz::spline::trial_passes");
+  // The pass table's copy (from pageable memory: it waits for the stream)
+  // before the sample's gather is queued, so it waits for nothing.
   Kokkos::deep_copy(space, passes,
                     Kokkos::View<const spline::Pass*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                         host_passes.data(), host_passes.size()));
+  if (sampled) {
+    const Kokkos::View<T*, Mem> g = ws.template get<T>(WS::kTrialSample, plan.shape.count(), "ksz::spline::sample");
+    spline::gather_sample<ExecSpace, T>(space, sh, plan, in, g);
+    sample = g;
+  }
   const Kokkos::View<T*, Mem> rec = ws.template get<T>(WS::kTrialRec, 2 * ns, "ksz::spline::trial_rec");
   const Kokkos::View<std::uint16_t*, Mem> codes =
       ws.template get<std::uint16_t>(WS::kTrialCodes, 2 * ns, "ksz::spline::trial_codes");
@@ -79,7 +88,7 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
       ws.template get<std::int32_t>(WS::kTrialResiduals, 2 * ns, "ksz::spline::trial_q");
   // Its verbatim count is not read: the workspace's first counter, left as it is.
   const Kokkos::View<std::uint64_t, Mem> unread(
-      ws.template get<std::uint64_t>(WS::kCounters, 2, "ksz::interp::counters").data());
+      ws.template get<std::uint64_t>(WS::kCounters, kInterpCounters, "ksz::interp::counters").data());
   spline::trial_predict<ExecSpace, T>(space, anchors, aqp, radius, bound, boxes, 2, passes, sample, rec, codes, qv,
                                       unread);
   if constexpr (kFineInTiles<ExecSpace>)
@@ -95,7 +104,7 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
   for (std::uint64_t c = 0; c < 2; ++c)
     histogram::histogram<ExecSpace>(space, Kokkos::subview(codes, std::make_pair(c * ns, (c + 1) * ns)),
                                     Kokkos::subview(hist, std::make_pair(c * nbins, (c + 1) * nbins)), radius);
-  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hist);
+  const std::vector<std::uint64_t> h = fetch_words(space, {hist});
   if (spline::trial_bits(h.data() + nbins, nbins) < spline::trial_bits(h.data(), nbins)) cfg = lin;
 }
 }  // namespace impl
@@ -140,8 +149,9 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // Residuals of the code-0 positions only (sparse: never initialized).
   const Kokkos::View<std::int32_t*, Mem> qv = ws.template get<std::int32_t>(WS::kInterpResiduals, n, "ksz::residuals");
   // The passes' verbatim count: the workspace's second counter, zeroed here.
-  const Kokkos::View<std::uint64_t, Mem> nverb(
-      ws.template get<std::uint64_t>(WS::kCounters, 2, "ksz::interp::counters").data() + 1);
+  std::uint64_t* const counters =
+      ws.template get<std::uint64_t>(WS::kCounters, kInterpCounters, "ksz::interp::counters").data();
+  const Kokkos::View<std::uint64_t, Mem> nverb(counters + 1);
   Kokkos::deep_copy(space, nverb, std::uint64_t(0));
   const Kokkos::View<const std::uint64_t*, Mem> nverb_word(nverb.data(), 1);  // the same word, for fetch_words
   // Radius 0 (automatic): code with the largest candidate, then choose from
@@ -168,7 +178,6 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   Kokkos::View<std::uint32_t*, Mem> classes;
   bool classed = false;
   if (auto_radius) {
-    warm_codebook_thread<Mem>(n);  // through the radius choice
     const Kokkos::View<std::uint64_t*, Mem> wide =
         ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
     classes = ws.template get<std::uint32_t>(WS::kCodeClasses, nblocks * histogram::kCodeClasses, "ksz::code_classes");
@@ -193,16 +202,15 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     spline::count_outliers_from_classes<ExecSpace>(space, classes, nblocks, radius, zero_counts);
   else
     spline::count_outliers<ExecSpace>(space, codes, narrow, zero_counts);
-  // While the device counts and lists the outliers, a host thread builds the
-  // Huffman codebook from the histogram the radius choice derived (about
-  // 0.1-0.7 ms on the H200 hosts at 512^3, package-merge at tight bounds): the two
-  // overlap (the listing below waits for the device on this thread).
-  std::future<huffman::HostCodebook> book_task;
-  if (!hist.empty()) book_task = codebook_async<Mem>(hist.data(), 2 * radius);
-
-  const auto zero_idx = outliers::compact_counted(
-      space, n, KOKKOS_LAMBDA(const std::uint64_t i) { return narrow(codes(i)) == 0; }, "ksz::zero_index", zero_counts,
-      ~std::uint64_t(0), &ws, WS::kOutliers);
+  // With the histogram known here its bin 0 is their number: the list is
+  // made without waiting for the device (checked below, where this thread
+  // waits anyway).
+  const auto is_zero = KOKKOS_LAMBDA(const std::uint64_t i) { return narrow(codes(i)) == 0; };
+  const auto zero_idx =
+      hist.empty() ? outliers::compact_counted(space, n, is_zero, "ksz::zero_index", zero_counts, ~std::uint64_t(0),
+                                               &ws, WS::kOutliers)
+                   : outliers::compact_known(space, n, is_zero, "ksz::zero_index", zero_counts, hist[0], &ws,
+                                             WS::kOutliers);
   const std::uint64_t n_zero = zero_idx.extent(0);
   KSZ_EXPECTS(n_verbatim <= n_zero, "internal: more verbatim elements than code-0 positions");
   // Without verbatim elements every code-0 position is an outlier; with them,
@@ -220,7 +228,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     const Kokkos::View<std::uint64_t*, Mem> o_idx = out_idx, v_idx = verb_idx;
     const Kokkos::View<T*, Mem> v_val = verb_val;
     const std::uint64_t n_out = n_zero - n_verbatim;
-    std::uint64_t n_split = 0;  // verbatim elements the scan met: must be the passes' count
+    const Kokkos::View<std::uint64_t, Mem> n_split(counters + 2);  // verbatim elements the scan met: checked below
     Kokkos::parallel_scan(
         "ksz::interp::split_zeros", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
         KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& verb_before, const bool final) {
@@ -237,17 +245,26 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
             }
           }
           verb_before += verb ? 1 : 0;
-        },
-        n_split);
-    KSZ_EXPECTS(n_split == n_verbatim, "internal: ", n_split, " verbatim elements listed, the passes counted ",
-                n_verbatim);
+          if (final && j + 1 == n_zero) n_split() = verb_before;
+        });
   } else {
     Kokkos::parallel_for(
         "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
         KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = residual(zero_idx(j)); });
   }
+  // While the device counts and lists the outliers (nothing above waits for
+  // it), this thread builds the Huffman codebook from the histogram the
+  // radius choice derived (0.1-0.5 ms on the H200 hosts at 512^3, package-merge
+  // at tight bounds). On a thread of its own it also paid two hand-offs.
   huffman::HostCodebook book;
-  if (book_task.valid()) book = book_task.get();
+  if (!hist.empty()) book = huffman::host_codebook(hist.data(), 2 * radius);
+  {  // The lists' counts, in one copy once the codebook is in.
+    const auto c = fetch_words(space, {Kokkos::subview(zero_counts, std::make_pair(nblocks, nblocks + 1)),
+                                       Kokkos::View<const std::uint64_t*, Mem>(counters + 2, 1)});
+    KSZ_EXPECTS(c[0] == n_zero, "internal: ", c[0], " code-0 positions counted, ", n_zero, " listed");
+    KSZ_EXPECTS(n_verbatim == 0 || c[1] == n_verbatim, "internal: ", c[1],
+                " verbatim elements listed, the passes counted ", n_verbatim);
+  }
   timer.mark(hist.empty() ? "outliers" : "outliers+codebook");
 
   // Its last stage ends before the Huffman segments' copy to the host, which
