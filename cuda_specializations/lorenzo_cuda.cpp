@@ -583,10 +583,7 @@ __global__ void __launch_bounds__(kRows)
 #pragma unroll 4
       for (int i = 0; i < 4; ++i) {
         if (!kInterior && i >= valid) continue;
-        const std::uint32_t h = c[i] - hot0;
-        const bool is_hot = h < kHotBins;
-        hot += static_cast<unsigned long long>(is_hot) << (8 * (h & (kHotBins - 1)));
-        if (!is_hot) atomicAdd(&lh[c[i]], 1u);
+        count_code(c[i], hot, lh, hot0, nbins);
       }
     }
     // Outliers and verbatim elements are rare: one vote a chunk, in the common case.

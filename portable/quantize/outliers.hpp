@@ -63,6 +63,21 @@ void compact_blocks(const ExecSpace& space, std::uint64_t n, Pred pred,
         });
       });
 }
+
+// The list of count hits from the scanned offsets: from the workspace when
+// the caller holds a lease (an allocation a call costs a cudaMalloc, and its
+// release a synchronizing cudaFree), filled by compact_blocks.
+template <class ExecSpace, class Pred>
+Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> list_hits(
+    const ExecSpace& space, std::uint64_t n, Pred pred, const char* label,
+    Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> offsets, std::uint64_t count,
+    typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
+    typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot) {
+  using Mem = typename ExecSpace::memory_space;
+  const Kokkos::View<std::uint64_t*, Mem> idx = pipeline::Workspace<Mem>::template buffer<std::uint64_t>(ws, slot, count, label);
+  if (count > 0) compact_blocks(space, n, pred, offsets, idx, count);
+  return idx;
+}
 }  // namespace impl
 
 // The second and third steps of compact_indices, for a caller that counted
@@ -83,11 +98,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_counted(
   Kokkos::parallel_scan("ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
                         ExclusiveScan<Mem>{offsets, offsets, nblocks}, count);
   KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
-  // From the workspace when the caller holds a lease (an allocation a call
-  // costs a cudaMalloc, and its release a synchronizing cudaFree).
-  const Kokkos::View<std::uint64_t*, Mem> idx = pipeline::Workspace<Mem>::template buffer<std::uint64_t>(ws, slot, count, label);
-  if (count > 0) impl::compact_blocks(space, n, pred, offsets, idx, count);
-  return idx;
+  return impl::list_hits<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
 }
 
 // compact_counted for a caller that knows the total (`count`) without asking
@@ -105,9 +116,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_known(
   KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1, "internal: compaction counts too short");
   Kokkos::parallel_scan("ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
                         ExclusiveScan<Mem>{offsets, offsets, nblocks});
-  const Kokkos::View<std::uint64_t*, Mem> idx = pipeline::Workspace<Mem>::template buffer<std::uint64_t>(ws, slot, count, label);
-  if (count > 0) impl::compact_blocks(space, n, pred, offsets, idx, count);
-  return idx;
+  return impl::list_hits<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
 }
 
 // Indices i in [0, n) with pred(i), increasing. pred must be a device-callable

@@ -258,7 +258,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // at tight bounds). On a thread of its own it also paid two hand-offs.
   huffman::HostCodebook book;
   if (!hist.empty()) book = huffman::host_codebook(hist.data(), 2 * radius);
-  {  // The lists' counts, in one copy once the codebook is in.
+  if (!hist.empty() || n_verbatim > 0) {  // the lists' counts, in one copy once the codebook is in
     const auto c = fetch_words(space, {Kokkos::subview(zero_counts, std::make_pair(nblocks, nblocks + 1)),
                                        Kokkos::View<const std::uint64_t*, Mem>(counters + 2, 1)});
     KSZ_EXPECTS(c[0] == n_zero, "internal: ", c[0], " code-0 positions counted, ", n_zero, " listed");
