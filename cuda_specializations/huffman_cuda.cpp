@@ -3,6 +3,8 @@
 // offsets, same decoded symbols, same status bits).
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "cuda_specializations/launch.hpp"
 #include "cuda_specializations/lookback.hpp"
@@ -637,11 +639,16 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& s
                                                status, sub, per_chunk, run_bits, stage_words);
   };
   const bool b = symbols.bytes != nullptr, nar = !b && !symbols.narrow.identity();
+  // The kernel variant for spt symbols a thread: byte codes, narrowed codes, plain codes.
+  const auto variant = [&](auto spt_c) {
+    constexpr int S = decltype(spt_c)::value;
+    b ? run(encode_kernel<S, true>) : nar ? run(encode_kernel<S, false, true>) : run(encode_kernel<S, false>);
+  };
   switch (spt) {
-    case 8: b ? run(encode_kernel<8, true>) : nar ? run(encode_kernel<8, false, true>) : run(encode_kernel<8, false>); break;
-    case 16: b ? run(encode_kernel<16, true>) : nar ? run(encode_kernel<16, false, true>) : run(encode_kernel<16, false>); break;
-    case 32: b ? run(encode_kernel<32, true>) : nar ? run(encode_kernel<32, false, true>) : run(encode_kernel<32, false>); break;
-    default: b ? run(encode_kernel<64, true>) : nar ? run(encode_kernel<64, false, true>) : run(encode_kernel<64, false>); break;
+    case 8: variant(std::integral_constant<int, 8>{}); break;
+    case 16: variant(std::integral_constant<int, 16>{}); break;
+    case 32: variant(std::integral_constant<int, 32>{}); break;
+    default: variant(std::integral_constant<int, 64>{}); break;
   }
   check(cudaGetLastError(), "huffman encode_kernel");
   // The total and the status straight to the host (a pinned slot), one synchronization.

@@ -70,20 +70,20 @@ __global__ void __launch_bounds__(kThreads)
   std::uint64_t k = tid;
   for (; k + 3 * stride < nvec; k += 4 * stride) {
     typename V::type r[4];
-#pragma unroll 4
+#pragma unroll
     for (int u = 0; u < 4; ++u) r[u] = __ldg(vin + k + u * stride);
-#pragma unroll 4
+#pragma unroll
     for (int u = 0; u < 4; ++u) {
       T v[W];
       V::unpack(r[u], v);
-#pragma unroll 4
+#pragma unroll
       for (int j = 0; j < W; ++j) minmax_add(v[j], mn, mx);
     }
   }
   for (; k < nvec; k += stride) {
     T v[W];
     V::unpack(__ldg(vin + k), v);
-#pragma unroll 4
+#pragma unroll
     for (int j = 0; j < W; ++j) minmax_add(v[j], mn, mx);
   }
   for (std::uint64_t i = head + nvec * W + tid; i < n; i += stride) minmax_add(in[i], mn, mx);
@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kThreads)
   for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x) lh[b] = 0;
   const std::uint32_t lo = radius >= kHot / 2 ? radius - kHot / 2 : 0;
   std::uint32_t hot[kHot];
-#pragma unroll 4
+#pragma unroll
   for (std::uint32_t k = 0; k < kHot; ++k) hot[k] = 0;
   std::uint32_t verb = 0;
 
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kThreads)
       codes[x + y * s1 + z * s2] = static_cast<std::uint16_t>(c);
       const std::uint32_t dh = c - lo;  // wraps for c < lo
       if (dh < kHot) {
-#pragma unroll 4
+#pragma unroll
         for (std::uint32_t k = 0; k < kHot; ++k) hot[k] += dh == k ? 1u : 0u;
       } else {
         atomicAdd(&lh[c], 1u);
@@ -236,7 +236,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   // Registers -> shared (one atomic per warp and hot bin) -> global.
-#pragma unroll 4
+#pragma unroll
   for (std::uint32_t k = 0; k < kHot; ++k) {
     const std::uint32_t s = warp::reduce_add(hot[k]);
     if ((threadIdx.x & 31) == 0 && s && lo + k < nbins) atomicAdd(&lh[lo + k], s);
@@ -361,7 +361,7 @@ __device__ __forceinline__ void flush_hot(unsigned long long& acc, std::uint32_t
                                           std::uint32_t nbins) {
   // Fields of 16 bits for the sum over 32 lanes (at most 7,680): even and odd bins apart.
   unsigned long long even = acc & 0x00FF00FF00FF00FFull, odd = (acc >> 8) & 0x00FF00FF00FF00FFull;
-#pragma unroll 4
+#pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     even += __shfl_xor_sync(warp::kFull, even, o);
     odd += __shfl_xor_sync(warp::kFull, odd, o);
@@ -474,7 +474,7 @@ __device__ __forceinline__ void load_quad_at(const T* __restrict__ in, std::uint
       v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
     }
   } else {
-#pragma unroll 4
+#pragma unroll
     for (int i = 0; i < 4; ++i) v[i] = i < valid ? in[base + i] : T(0);
   }
 }
@@ -512,13 +512,13 @@ __global__ void __launch_bounds__(kRows)
     std::uint32_t r[4][4];
     std::uint32_t flags = 0;   // verbatim: bit 4m + i; outliers: bit 16 + 4m + i
     std::uint32_t eflags = 0;  // zero bytes (kBytes; outliers among them): bit 4m + i
-#pragma unroll 4
+#pragma unroll
     for (int m = 0; m < 4; ++m) {
       const int valid = kInterior ? 4 : quad_valid(g, cpos, tq, m);
       T v[4];
       load_quad_at<T>(in, base0 + m * tq.step, valid, kVec, v);
       std::uint32_t qv[4];
-#pragma unroll 4
+#pragma unroll
       for (int i = 0; i < 4; ++i) {
         std::int32_t qi = 0;
         const bool ok = prequantize_fast<T>(v[i], qp, qi);
@@ -528,19 +528,19 @@ __global__ void __launch_bounds__(kRows)
       // The element before the quad's first: the last of the lane before, 0 at the row start.
       std::uint32_t prev = __shfl_up_sync(warp::kFull, qv[3], 1, 4);
       if (tq.q == 0) prev = 0;
-#pragma unroll 4
+#pragma unroll
       for (int i = 0; i < 4; ++i) {
         r[m][i] = qv[i] - prev;
         prev = qv[i];
       }
     }
     __syncthreads();  // the previous chunk's tile is consumed
-#pragma unroll 4
+#pragma unroll
     for (int m = 0; m < 4; ++m)
       *reinterpret_cast<uint4*>(&tile[tile_row(tq.y, tq.z + 4 * m) * kRowLen + 4 * tq.q]) =
           make_uint4(r[m][0], r[m][1], r[m][2], r[m][3]);
     __syncthreads();
-#pragma unroll 4
+#pragma unroll
     for (int m = 0; m < 4; ++m) {
       const int valid = kInterior ? 4 : quad_valid(g, cpos, tq, m);
       const std::uint64_t base = base0 + m * tq.step;
@@ -551,7 +551,7 @@ __global__ void __launch_bounds__(kRows)
       const std::uint32_t dy[4] = {ry.x, ry.y, ry.z, ry.w}, dz[4] = {rz.x, rz.y, rz.z, rz.w},
                           dyz[4] = {ryz.x, ryz.y, ryz.z, ryz.w};
       std::uint32_t c[4];
-#pragma unroll 4
+#pragma unroll
       for (int i = 0; i < 4; ++i) {
         const std::int32_t ds = static_cast<std::int32_t>(r[m][i] - dy[i] - dz[i] + dyz[i]);
         c[i] = (ds > -R && ds < R) ? static_cast<std::uint32_t>(ds + R) : 0u;
@@ -559,28 +559,28 @@ __global__ void __launch_bounds__(kRows)
       }
       if constexpr (kBytes) {
         std::uint32_t b[4];
-#pragma unroll 4
+#pragma unroll
         for (int i = 0; i < 4; ++i) b[i] = quantize::code_byte(c[i], radius);
         const std::uint32_t word = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24;
         if ((word - 0x01010101u) & ~word & 0x80808080u) {  // a zero byte (rare)
-#pragma unroll 4
+#pragma unroll
           for (int i = 0; i < 4; ++i) eflags |= static_cast<std::uint32_t>(b[i] == 0 && i < valid) << (4 * m + i);
         }
         if (kVec && valid == 4) {
           *reinterpret_cast<std::uint32_t*>(codes + base) = word;
         } else {
-#pragma unroll 4
+#pragma unroll
           for (int i = 0; i < 4; ++i)
             if (i < valid) codes[base + i] = static_cast<C>(b[i]);
         }
       } else if (kVec && valid == 4) {
         *reinterpret_cast<uint2*>(codes + base) = make_uint2(c[0] | c[1] << 16, c[2] | c[3] << 16);
       } else {
-#pragma unroll 4
+#pragma unroll
         for (int i = 0; i < 4; ++i)
           if (i < valid) codes[base + i] = static_cast<C>(c[i]);
       }
-#pragma unroll 4
+#pragma unroll
       for (int i = 0; i < 4; ++i) {
         if (!kInterior && i >= valid) continue;
         count_code(c[i], hot, lh, hot0, nbins);
@@ -663,10 +663,10 @@ __global__ void __launch_bounds__(kScanThreads) bucket_scan_kernel(std::uint32_t
   for (std::uint64_t t = 0; t < tiles; ++t) {
     uint4* p = reinterpret_cast<uint4*>(cnt + t * kScanTile + threadIdx.x * kScanPer);
     uint4 v[kScanPer / 4];
-#pragma unroll 4
+#pragma unroll
     for (std::uint32_t k = 0; k < kScanPer / 4; ++k) v[k] = p[k];
     std::uint32_t sum = 0;
-#pragma unroll 4
+#pragma unroll
     for (std::uint32_t k = 0; k < kScanPer / 4; ++k) sum += v[k].x + v[k].y + v[k].z + v[k].w;
     const std::uint32_t incl = warp::scan_inclusive(sum);
     if (lane == 31) warp_before[w] = incl;
@@ -678,7 +678,7 @@ __global__ void __launch_bounds__(kScanThreads) bucket_scan_kernel(std::uint32_t
     }
     __syncthreads();
     std::uint32_t run = carry + warp_before[w] + incl - sum;
-#pragma unroll 4
+#pragma unroll
     for (std::uint32_t k = 0; k < kScanPer / 4; ++k) {
       uint4 o;
       o.x = run, run += v[k].x;
@@ -724,14 +724,14 @@ __global__ void __launch_bounds__(32 * kOrderWarps)
   __syncwarp();
   constexpr std::uint32_t kPerLane = kBucketWords / 32;
   std::uint32_t words[kPerLane], c = 0;
-#pragma unroll 4
+#pragma unroll
   for (std::uint32_t q = 0; q < kPerLane; ++q) {
     words[q] = bm[kPerLane * lane + q];
     c += __popc(words[q]);
   }
   std::uint32_t pos = s + warp::scan_inclusive(c) - c;
   const std::uint64_t base = (vb % l.nb) << kBucketLog;
-#pragma unroll 4
+#pragma unroll
   for (std::uint32_t q = 0; q < kPerLane; ++q)
     for (std::uint32_t v = words[q]; v; v &= v - 1)
       keys[pos++] = base + 32 * (kPerLane * lane + q) + (__ffs(v) - 1);
@@ -919,7 +919,7 @@ __global__ void __launch_bounds__(kThreads)
     if (v < nvec) {
       const uint4 w = vec[v];
       const std::uint32_t x[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll 4
+#pragma unroll
       for (int k = 0; k < 4; ++k) {
         count(x[k] & 0xFFFFu);
         count(x[k] >> 16);
@@ -999,7 +999,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int k = 0; k < int(kClassBlock / 8 / 32); ++k) {
         const uint4 w = __ldg(v + 32 * k + lane);
         const std::uint32_t x[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll 4
+#pragma unroll
         for (int j = 0; j < 4; ++j) {
           count(x[j] & 0xFFFFu);
           count(x[j] >> 16);

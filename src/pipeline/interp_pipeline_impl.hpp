@@ -149,11 +149,11 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // Residuals of the code-0 positions only (sparse: never initialized).
   const Kokkos::View<std::int32_t*, Mem> qv = ws.template get<std::int32_t>(WS::kInterpResiduals, n, "ksz::residuals");
   // The passes' verbatim count: the workspace's second counter, zeroed here.
-  std::uint64_t* const counters =
-      ws.template get<std::uint64_t>(WS::kCounters, kInterpCounters, "ksz::interp::counters").data();
-  const Kokkos::View<std::uint64_t, Mem> nverb(counters + 1);
+  const Kokkos::View<std::uint64_t*, Mem> counters =
+      ws.template get<std::uint64_t>(WS::kCounters, kInterpCounters, "ksz::interp::counters");
+  const auto word = [&counters](std::size_t k) { return Kokkos::subview(counters, std::make_pair(k, k + 1)); };
+  const Kokkos::View<std::uint64_t, Mem> nverb(counters.data() + 1);
   Kokkos::deep_copy(space, nverb, std::uint64_t(0));
-  const Kokkos::View<const std::uint64_t*, Mem> nverb_word(nverb.data(), 1);  // the same word, for fetch_words
   // Radius 0 (automatic): code with the largest candidate, then choose from
   // the code histogram (spline::choose_radius); the codes are then read
   // through a huffman::Narrow, never rewritten.
@@ -182,13 +182,13 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
         ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
     classes = ws.template get<std::uint32_t>(WS::kCodeClasses, nblocks * histogram::kCodeClasses, "ksz::code_classes");
     classed = histogram::histogram_classes<ExecSpace>(space, codes, wide, coded_radius, classes);
-    const std::vector<std::uint64_t> h = fetch_words(space, {wide, nverb_word});
+    const std::vector<std::uint64_t> h = fetch_words(space, {wide, word(1)});
     n_verbatim = h.back();
     radius = spline::choose_radius(spline::spread_from_histogram(h.data(), n_verbatim), index_width(n));
     hist = spline::narrow_histogram(h.data(), radius);
     timer.mark("radius choice");
   } else {
-    n_verbatim = fetch_words(space, {nverb_word})[0];
+    n_verbatim = fetch_words(space, {word(1)})[0];
   }
 
   // Outlier and verbatim lists: the code-0 positions at the chosen radius
@@ -228,7 +228,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     const Kokkos::View<std::uint64_t*, Mem> o_idx = out_idx, v_idx = verb_idx;
     const Kokkos::View<T*, Mem> v_val = verb_val;
     const std::uint64_t n_out = n_zero - n_verbatim;
-    const Kokkos::View<std::uint64_t, Mem> n_split(counters + 2);  // verbatim elements the scan met: checked below
+    const Kokkos::View<std::uint64_t, Mem> n_split(counters.data() + 2);  // verbatim elements the scan met: checked below
     Kokkos::parallel_scan(
         "ksz::interp::split_zeros", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
         KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& verb_before, const bool final) {
@@ -260,7 +260,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   if (!hist.empty()) book = huffman::host_codebook(hist.data(), 2 * radius);
   if (!hist.empty() || n_verbatim > 0) {  // the lists' counts, in one copy once the codebook is in
     const auto c = fetch_words(space, {Kokkos::subview(zero_counts, std::make_pair(nblocks, nblocks + 1)),
-                                       Kokkos::View<const std::uint64_t*, Mem>(counters + 2, 1)});
+                                       word(2)});
     KSZ_EXPECTS(c[0] == n_zero, "internal: ", c[0], " code-0 positions counted, ", n_zero, " listed");
     KSZ_EXPECTS(n_verbatim == 0 || c[1] == n_verbatim, "internal: ", c[1],
                 " verbatim elements listed, the passes counted ", n_verbatim);
