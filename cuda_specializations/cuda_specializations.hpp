@@ -21,6 +21,9 @@
 //    bitstream words, warp-cooperative 16-byte stores of decoded symbols.
 //  - lossless_coded_bytes: the lossless pass's skip test, a block per 8 KiB
 //    block of the bitstream, one integer atomic each.
+//  - lossless_encode: the lossless pass's encoder, a block per 8 KiB block
+//    (its bitmaps, scans and stored bytes in shared memory), written straight
+//    to the payload at an offset from decoupled look-back.
 //
 // Every function returns false when it does not handle the case (shape, sizes,
 // disabled); the caller then runs the portable path.
@@ -193,6 +196,15 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& s
 // nonzero bytes (bytes) or words. Blocks until coded is on the host.
 bool lossless_coded_bytes(const Kokkos::Cuda& space, const std::uint32_t* words, std::uint64_t n_words, bool bytes,
                           int log2_block, std::uint64_t& coded);
+
+// lossless::encode of n bytes at `in` (bytes: ZeroBytes, else ZeroWords) for
+// blocks of 8 KiB (log2_block 13; other sizes return false), in one kernel
+// with decoupled look-back. payload gets a buffer (from ws when given, else
+// fresh) holding the whole payload in its first `size` bytes; blocks until
+// size is on the host.
+bool lossless_encode(const Kokkos::Cuda& space, const std::uint8_t* in, std::uint64_t n, bool bytes, int log2_block,
+                     pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws,
+                     Kokkos::View<std::uint8_t*, Kokkos::CudaSpace>& payload, std::uint64_t& size);
 
 struct InflateTables {
   const std::uint32_t *lut, *limit, *first, *offset;

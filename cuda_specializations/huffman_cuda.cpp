@@ -110,24 +110,6 @@ __device__ __forceinline__ int byte_codewords(const SymbolSource& src, std::uint
   return m;
 }
 
-// Exclusive block scan of v (kEncThreads threads); total to all.
-__device__ __forceinline__ std::uint32_t block_scan(std::uint32_t v, std::uint32_t& total) {
-  __shared__ std::uint32_t ws[kEncThreads / 32];
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const std::uint32_t incl = warp::scan_inclusive(v);
-  __syncthreads();  // ws reuse across calls
-  if (lane == 31) ws[w] = incl;
-  __syncthreads();
-  std::uint32_t before = 0;
-  total = 0;
-#pragma unroll
-  for (int k = 0; k < kEncThreads / 32; ++k) {
-    before += k < w ? ws[k] : 0u;
-    total += ws[k];
-  }
-  return before + incl - v;
-}
-
 // The bit lengths of a chunk's runs of sub symbols (sub a multiple of SPT, so
 // runs begin at thread boundaries) but its last, to out, from each thread's
 // start bit. run_start (kEncThreads words of shared memory) is rewritten only
@@ -190,7 +172,8 @@ __global__ void __launch_bounds__(kEncThreads)
       bits += len;
     }
     std::uint32_t total;
-    const std::uint32_t start = block_scan(bits, total);  // chunk bits < 2^32: cs <= 8192 symbols of <= 24 bits
+    // Chunk bits < 2^32: cs <= 8192 symbols of <= 24 bits.
+    const std::uint32_t start = warp::block_scan<kEncThreads>(bits, total);
     bad = __syncthreads_or(bad);
     if (threadIdx.x == 0) {
       offsets[c] = (total + 31) / 32;
@@ -219,7 +202,7 @@ __global__ void __launch_bounds__(kEncThreads)
       bits += e[j] >> 24;
     }
     std::uint32_t total;
-    const std::uint32_t start = block_scan(bits, total);
+    const std::uint32_t start = warp::block_scan<kEncThreads>(bits, total);
     const std::uint32_t nw = (total + 31) / 32;
     pack_chunk<SPT>(stage, nw, e, start, bits);
     __syncthreads();
@@ -306,7 +289,8 @@ __global__ void __launch_bounds__(kEncThreads, kBytes ? 8 : 1)
       bits += e[j] >> 24;
     }
     std::uint32_t total;
-    const std::uint32_t start = block_scan(bits, total);  // chunk bits < 2^32: cs <= 8192 symbols of <= 24 bits
+    // Chunk bits < 2^32: cs <= 8192 symbols of <= 24 bits.
+    const std::uint32_t start = warp::block_scan<kEncThreads>(bits, total);
     const std::uint32_t nw = (total + 31) / 32;
     if (threadIdx.x < 32) lookback::publish_aggregate(state, c, nw);
     bad = __syncthreads_or(bad);

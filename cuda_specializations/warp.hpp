@@ -1,5 +1,6 @@
-// Warp-shuffle primitives (full warps only): reductions and an inclusive
-// scan, the building blocks of the CUDA specializations.
+// Warp-shuffle primitives (full warps only): reductions, an inclusive scan
+// and a block scan built on it, the building blocks of the CUDA
+// specializations.
 #pragma once
 #include <cstdint>
 
@@ -44,6 +45,26 @@ __device__ __forceinline__ T scan_inclusive(T v) {
     if (lane >= o) v += u;
   }
   return v;
+}
+
+// Block-collective (kThreads threads, a multiple of 32): the exclusive
+// prefix sum of v over the block's threads; total gets the block's sum.
+template <int kThreads>
+__device__ __forceinline__ std::uint32_t block_scan(std::uint32_t v, std::uint32_t& total) {
+  __shared__ std::uint32_t sums[kThreads / 32];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const std::uint32_t incl = scan_inclusive(v);
+  __syncthreads();  // sums reuse across calls
+  if (lane == 31) sums[w] = incl;
+  __syncthreads();
+  std::uint32_t before = 0;
+  total = 0;
+#pragma unroll
+  for (int k = 0; k < kThreads / 32; ++k) {
+    before += k < w ? sums[k] : 0u;
+    total += sums[k];
+  }
+  return before + incl - v;
 }
 
 }  // namespace ksz::cuda_spec::warp

@@ -544,7 +544,9 @@ struct Encoded {
 
 // Encodes in.extent(0) bytes already in ExecSpace's memory: per-block coding
 // into a staging copy, an exclusive scan of the stored sizes, then a gather.
-// Synchronizes twice (to size the result, and at the end). When the payload
+// Synchronizes twice (to size the result, and at the end); on CUDA, for the
+// default block size, one kernel and one synchronization
+// (cuda_spec::lossless_encode, the same bytes). When the payload
 // would take `give_up_at` bytes or more, only `size` is set (no gather, empty
 // `bytes`): the caller keeps its input. Throws ksz::InvalidInput for a
 // log2_block outside [kLog2BlockMin, kLog2BlockMax]. With a workspace lease
@@ -563,6 +565,17 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   const std::uint64_t bsize = std::uint64_t(1) << log2_block;
   const std::uint64_t nb = (n + bsize - 1) / bsize;
   KSZ_EXPECTS(nb < (std::uint64_t(1) << 31), "lossless: input of ", n, " bytes has too many blocks");
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    Encoded<ExecSpace> res;
+    Kokkos::View<std::uint8_t*, Mem> payload;
+    if (cuda_spec::lossless_encode(space, in.data(), n, method == Method::ZeroBytes, log2_block, ws, payload,
+                                   res.size)) {
+      if (res.size < give_up_at) res.bytes = Kokkos::subview(payload, std::make_pair(std::uint64_t(0), res.size));
+      return res;
+    }
+  }
+#endif
   const int unit = method == Method::ZeroWords ? 4 : 1;
   using WS = pipeline::Workspace<Mem>;
   const Kokkos::View<std::uint64_t*, Mem> table =

@@ -181,6 +181,59 @@ TEST(CudaSpecializations, LosslessCodedBoundSameAsPortable) {
   }
 }
 
+// The lossless encoder (lossless::encode's CUDA twin, 8 KiB blocks) gives
+// the portable payload byte for byte: densities from all-zero to dense (raw
+// blocks), zero runs of whole blocks, lengths that end inside a block, a
+// word and a 16-byte vector, an input that is not 16-byte aligned, both
+// methods, with and without a workspace, and the give-up size.
+TEST(CudaSpecializations, LosslessEncodeSameAsPortable) {
+  SpecGuard guard;
+  Kokkos::Cuda space;
+  Lcg next{11};
+  using Mem = Kokkos::CudaSpace;
+  const auto encode = [&](Kokkos::View<const std::uint8_t*, Mem> in, lossless::Method m, bool special,
+                          std::uint64_t give_up, pipeline::Workspace<Mem>::Lease* ws) {
+    cuda_spec::set_enabled(special);
+    const auto e = lossless::encode<Kokkos::Cuda>(space, in, m, lossless::kLog2BlockDefault, give_up, ws);
+    std::vector<std::uint8_t> h(e.bytes.extent(0));
+    Kokkos::deep_copy(Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(), h.size()),
+                      e.bytes);
+    return std::make_pair(e.size, h);
+  };
+  for (const std::uint64_t n : {1ull, 5ull, 100ull, 8191ull, 8192ull, 8193ull, 40000ull, 100001ull, 1ull << 21}) {
+    for (const int zero_percent : {0, 60, 97, 100}) {
+      std::vector<std::uint8_t> h(n + 1);
+      for (std::uint64_t i = 0; i < h.size(); ++i)
+        h[i] = int(next() % 100) < zero_percent ? 0 : static_cast<std::uint8_t>(next() | 1u);
+      if (n > 3 * 8192)  // a whole block of zeros, one of a single nonzero byte
+        for (std::uint64_t i = 8192; i < 3 * 8192; ++i) h[i] = i == 2 * 8192 + 77 ? 5 : 0;
+      Kokkos::View<std::uint8_t*, Mem> d("bytes", n + 1);
+      Kokkos::deep_copy(d, Kokkos::View<const std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(),
+                                                                                                         n + 1));
+      for (const std::uint64_t shift : {0ull, 1ull}) {
+        const Kokkos::View<const std::uint8_t*, Mem> in = Kokkos::subview(d, std::make_pair(shift, shift + n));
+        for (const auto m : {lossless::Method::ZeroBytes, lossless::Method::ZeroWords}) {
+          const std::string what = std::to_string(n) + " bytes at +" + std::to_string(shift) + ", " +
+                                   std::to_string(zero_percent) + "% zero, method " + std::to_string(int(m));
+          const auto portable = encode(in, m, false, ~0ull, nullptr);
+          ASSERT_GT(portable.first, 0u) << what;
+          {
+            pipeline::Workspace<Mem>::Lease ws;
+            const auto special = encode(in, m, true, ~0ull, &ws);
+            EXPECT_EQ(portable.first, special.first) << what;
+            EXPECT_TRUE(portable.second == special.second) << what;
+          }
+          const auto fresh = encode(in, m, true, ~0ull, nullptr);
+          EXPECT_TRUE(portable.second == fresh.second) << what << " (no workspace)";
+          const auto given_up = encode(in, m, true, portable.first, nullptr);  // size only
+          EXPECT_EQ(given_up.first, portable.first) << what;
+          EXPECT_TRUE(given_up.second.empty()) << what;
+        }
+      }
+    }
+  }
+}
+
 // The code histogram (histogram::histogram's CUDA twin) counts what the
 // portable one counts: codes crowded at the center, spread over the whole
 // alphabet, above the alphabet (not counted), a hot window clipped at 0, and
