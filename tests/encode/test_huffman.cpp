@@ -263,6 +263,71 @@ TEST(HuffmanCodebook, FullAlphabetWithHugeSkewedCounts) {
   expect_valid_code(ksz::huffman::build_codebook(big.data(), big.size()), big);
 }
 
+// Package-merge in its plain form: every level's whole list merged again,
+// each item a weight and the leaves it holds counted per symbol (a leaf
+// first on equal weights). The reference for the codebook's package-merge,
+// which merges again only what changed from the level below.
+std::vector<int> plain_package_merge(const std::vector<u64>& w, int limit) {
+  const std::size_t m = w.size();
+  struct Item {
+    u64 weight;
+    std::vector<int> leaves;  // per symbol: how many of its leaves the item holds
+  };
+  std::vector<Item> leaves(m);
+  for (std::size_t i = 0; i < m; ++i) {
+    leaves[i].weight = w[i];
+    leaves[i].leaves.assign(m, 0);
+    leaves[i].leaves[i] = 1;
+  }
+  std::vector<Item> list = leaves;  // the deepest level
+  for (int l = limit - 2; l >= 0; --l) {
+    std::vector<Item> next;
+    std::size_t i = 0;
+    for (std::size_t p = 0; p + 1 < list.size(); p += 2) {
+      Item pkg{list[p].weight + list[p + 1].weight, list[p].leaves};
+      for (std::size_t s = 0; s < m; ++s) pkg.leaves[s] += list[p + 1].leaves[s];
+      while (i < m && leaves[i].weight <= pkg.weight) next.push_back(leaves[i++]);
+      next.push_back(pkg);
+    }
+    while (i < m) next.push_back(leaves[i++]);
+    list = next;
+  }
+  std::vector<int> len(m, 0);
+  for (std::size_t k = 0; k < 2 * m - 2; ++k)
+    for (std::size_t s = 0; s < m; ++s) len[s] += list[k].leaves[s];
+  return len;
+}
+
+// The codebook's package-merge gives the plain one's lengths: weights with
+// ties, heavy skews and long tails of small counts (the quantization codes'
+// shape), limits from the least possible to just under the Huffman tree's
+// depth (where package-merge runs).
+TEST(HuffmanCodebook, PackageMergeMatchesPlainForm) {
+  std::mt19937_64 rng(5);
+  int bound = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t m = 2 + rng() % (trial < 150 ? 30 : 160);
+    std::vector<u64> w(m);
+    for (auto& x : w) {
+      const int kind = trial % 3;
+      if (kind == 0) x = 1 + rng() % 4;                                                  // ties
+      if (kind == 1) x = rng() % 3 ? 1 + rng() % 8 : 1 + rng() % (u64(1) << 30);         // a tail and a few heavy
+      if (kind == 2) x = 1 + static_cast<u64>(std::exp(double(rng() % 2000) / 100.0));  // a skew
+    }
+    std::sort(w.begin(), w.end());
+    int least = 1;
+    while ((std::size_t(1) << least) < m) ++least;
+    const std::vector<int> huffman = ksz::huffman::impl::limited_code_lengths(w, 60);  // the tree's own depths
+    const int depth = *std::max_element(huffman.begin(), huffman.end());
+    if (depth <= least) continue;  // no limit binds
+    ++bound;
+    const int limit = least + static_cast<int>(rng() % (depth - least));  // below the tree's depth
+    EXPECT_EQ(ksz::huffman::impl::limited_code_lengths(w, limit), plain_package_merge(w, limit))
+        << "trial " << trial << ", " << m << " symbols, limit " << limit;
+  }
+  EXPECT_GT(bound, 200);
+}
+
 // Package-merge against brute force, with small limits so the search is finite.
 TEST(HuffmanCodebook, LengthLimitedCodeIsOptimal) {
   std::mt19937_64 rng(3);
