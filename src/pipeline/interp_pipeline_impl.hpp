@@ -170,6 +170,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   timer.mark("predict+quantize");
   std::uint32_t radius = coded_radius;
   std::vector<std::uint64_t> hist;  // the final codes' histogram, when known here
+  std::future<huffman::HostCodebook> book_task;  // its codebook
   std::uint64_t n_verbatim = 0;     // counted by the passes
   // With the automatic radius, the wide histogram and (on CUDA, in the same
   // pass) each compaction block's magnitude classes, from which the outlier
@@ -182,10 +183,15 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
         ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
     classes = ws.template get<std::uint32_t>(WS::kCodeClasses, nblocks * histogram::kCodeClasses, "ksz::code_classes");
     classed = histogram::histogram_classes<ExecSpace>(space, codes, wide, coded_radius, classes);
+    warm_codebook_thread<Mem>(n / 4);  // polls, hot, until the codebook is posted below
     const std::vector<std::uint64_t> h = fetch_words(space, {wide, word(1)});
     n_verbatim = h.back();
     radius = spline::choose_radius(spline::spread_from_histogram(h.data(), n_verbatim), index_width(n));
     hist = spline::narrow_histogram(h.data(), radius);
+    // The codebook from that histogram on the warm thread while this one
+    // lists the outliers (0.1-0.5 ms on the H200 hosts at 512^3,
+    // package-merge at tight bounds).
+    book_task = codebook_async<Mem>(hist.data(), 2 * radius);
     timer.mark("radius choice");
   } else {
     n_verbatim = fetch_words(space, {word(1)})[0];
@@ -252,12 +258,8 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
         "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
         KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = residual(zero_idx(j)); });
   }
-  // While the device counts and lists the outliers (nothing above waits for
-  // it), this thread builds the Huffman codebook from the histogram the
-  // radius choice derived (0.1-0.5 ms on the H200 hosts at 512^3, package-merge
-  // at tight bounds). On a thread of its own it also paid two hand-offs.
   huffman::HostCodebook book;
-  if (!hist.empty()) book = huffman::host_codebook(hist.data(), 2 * radius);
+  if (book_task.valid()) book = book_task.get();
   if (!hist.empty() || n_verbatim > 0) {  // the lists' counts, in one copy once the codebook is in
     const auto c = fetch_words(space, {Kokkos::subview(zero_counts, std::make_pair(nblocks, nblocks + 1)),
                                        word(2)});
