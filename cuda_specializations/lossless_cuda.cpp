@@ -69,8 +69,10 @@ constexpr int kThreads = 256;
 constexpr int kLog2Block = 13;
 constexpr std::uint32_t kBlock = 1u << kLog2Block;  // 32 bytes a thread
 static_assert(kBlock == 32u * kThreads, "a thread per 32 bytes");
-// Bitmap levels 1..top of a block: 1,024 + 128 + 16 bytes for byte units.
+// Bitmap levels 1..top of a block: 1,024 + 128 + 16 bytes for byte units;
+// the third bitmap level is the top (the kernel handles top <= 3).
 constexpr std::uint32_t kBitmapBytes = kBlock / 8 + kBlock / 64 + kBlock / 512;
+static_assert(kBlock / 512 <= lossless::kTopBytes, "a block's bitmaps end by the third level");
 
 // Bits 0-3: which of p's four bytes (the first `valid` of them) are nonzero.
 __device__ __forceinline__ std::uint32_t nonzero_nibble(const std::uint8_t* p, std::uint32_t valid) {
@@ -206,13 +208,9 @@ __global__ void __launch_bounds__(kThreads)
     std::uint8_t* dst = payload + data_start + s_prefix;
     if (t == 0) {
       *reinterpret_cast<std::uint32_t*>(payload + lossless::kHeaderBytes + 4 * b) = size;
-      if (b == 0) {  // the header: raw length, log2 block, method, reserved, block count
-        auto* h = reinterpret_cast<std::uint64_t*>(payload);
-        h[0] = n;
-        h[1] = std::uint64_t(kLog2Block) | std::uint64_t(U == 1 ? lossless::Method::ZeroBytes
-                                                                : lossless::Method::ZeroWords) << 8 |
-               nb << 32;
-      }
+      if (b == 0)
+        lossless::impl::write_header(reinterpret_cast<std::uint64_t*>(payload), n, kLog2Block,
+                                     U == 1 ? lossless::Method::ZeroBytes : lossless::Method::ZeroWords, nb);
     }
     // By the destination's aligned words (from two staged words where the
     // two are not aligned alike); the partial words at the ends, shared with

@@ -115,6 +115,15 @@ inline std::string describe_status(std::uint32_t s) {
   return out;
 }
 
+// The payload header (inspect() reads it) as two little-endian words: the
+// raw length; the log2 block size, the method, 0 (reserved) and the block
+// count. Host and device (the CUDA encoder writes it from its kernel).
+KOKKOS_INLINE_FUNCTION void write_header(std::uint64_t* h, std::uint64_t raw_bytes, int log2_block, Method method,
+                                         std::uint64_t blocks) {
+  h[0] = raw_bytes;
+  h[1] = static_cast<std::uint64_t>(log2_block) | static_cast<std::uint64_t>(method) << 8 | blocks << 32;
+}
+
 // Level geometry of one block of `bytes` raw bytes: len[0] units at level 0,
 // len[k] bytes of bitmap level k (1 <= k <= top); off[k] is level k's offset
 // in team scratch.
@@ -601,13 +610,11 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
   res.size = data_start + total;
   if (res.size >= give_up_at) return res;
   res.bytes = WS::template buffer<std::uint8_t>(ws, WS::kLosslessPayload, res.size, "ksz::lossless::payload");
-  Kokkos::View<std::uint8_t*, Kokkos::HostSpace> head("ksz::lossless::header", kHeaderBytes);
-  std::memcpy(head.data(), &n, 8);
-  head(8) = static_cast<std::uint8_t>(log2_block);
-  head(9) = static_cast<std::uint8_t>(method);
-  const std::uint32_t nb32 = static_cast<std::uint32_t>(nb);
-  std::memcpy(head.data() + 12, &nb32, 4);
-  Kokkos::deep_copy(space, Kokkos::subview(res.bytes, std::make_pair(std::uint64_t(0), kHeaderBytes)), head);
+  Kokkos::View<std::uint64_t*, Kokkos::HostSpace> head("ksz::lossless::header", kHeaderBytes / 8);
+  impl::write_header(head.data(), n, log2_block, method, nb);
+  Kokkos::deep_copy(space, Kokkos::subview(res.bytes, std::make_pair(std::uint64_t(0), kHeaderBytes)),
+                    Kokkos::View<const std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                        reinterpret_cast<const std::uint8_t*>(head.data()), kHeaderBytes));
   if (nb > 0)
     Kokkos::parallel_for("ksz::lossless::gather",
                          Kokkos::TeamPolicy<ExecSpace>(space, static_cast<int>(nb), ts),
