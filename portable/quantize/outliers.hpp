@@ -64,6 +64,23 @@ void compact_blocks(const ExecSpace& space, std::uint64_t n, Pred pred,
       });
 }
 
+// The blocks' hit counts in offsets (nblocks + 1 entries, the last ignored)
+// into their exclusive scan; with `total`, the hits' number comes back (the
+// scan then waits for the device).
+template <class ExecSpace>
+void scan_offsets(const ExecSpace& space, std::uint64_t n,
+                  Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> offsets,
+                  std::uint64_t* total = nullptr) {
+  using Mem = typename ExecSpace::memory_space;
+  const std::uint64_t nblocks = (n + kCompactBlock - 1) / kCompactBlock;
+  KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1, "internal: compaction counts too short");
+  const Kokkos::RangePolicy<ExecSpace> policy(space, 0, nblocks + 1);
+  if (total)
+    Kokkos::parallel_scan("ksz::outliers::block_offsets", policy, ExclusiveScan<Mem>{offsets, offsets, nblocks}, *total);
+  else
+    Kokkos::parallel_scan("ksz::outliers::block_offsets", policy, ExclusiveScan<Mem>{offsets, offsets, nblocks});
+}
+
 // The list of count hits from the scanned offsets: from the workspace when
 // the caller holds a lease (an allocation a call costs a cudaMalloc, and its
 // release a synchronizing cudaFree), filled by compact_blocks.
@@ -91,12 +108,8 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_counted(
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot =
         pipeline::Workspace<typename ExecSpace::memory_space>::kOutliers) {
-  using Mem = typename ExecSpace::memory_space;
-  const std::uint64_t nblocks = (n + kCompactBlock - 1) / kCompactBlock;
-  KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1, "internal: compaction counts too short");
   std::uint64_t count = 0;
-  Kokkos::parallel_scan("ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
-                        ExclusiveScan<Mem>{offsets, offsets, nblocks}, count);
+  impl::scan_offsets(space, n, offsets, &count);
   KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
   return impl::list_hits<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
 }
@@ -111,11 +124,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_known(
     Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> offsets, std::uint64_t count,
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot) {
-  using Mem = typename ExecSpace::memory_space;
-  const std::uint64_t nblocks = (n + kCompactBlock - 1) / kCompactBlock;
-  KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1, "internal: compaction counts too short");
-  Kokkos::parallel_scan("ksz::outliers::block_offsets", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks + 1),
-                        ExclusiveScan<Mem>{offsets, offsets, nblocks});
+  impl::scan_offsets(space, n, offsets);
   return impl::list_hits<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
 }
 

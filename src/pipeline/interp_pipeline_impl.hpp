@@ -151,8 +151,10 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // The passes' verbatim count: the workspace's second counter, zeroed here.
   const Kokkos::View<std::uint64_t*, Mem> counters =
       ws.template get<std::uint64_t>(WS::kCounters, kInterpCounters, "ksz::interp::counters");
+  // Counter k as a kernel's scalar, and as a one-word view for fetch_words.
+  const auto scalar = [&counters](std::size_t k) { return Kokkos::View<std::uint64_t, Mem>(counters.data() + k); };
   const auto word = [&counters](std::size_t k) { return Kokkos::subview(counters, std::make_pair(k, k + 1)); };
-  const Kokkos::View<std::uint64_t, Mem> nverb(counters.data() + 1);
+  const Kokkos::View<std::uint64_t, Mem> nverb = scalar(1);
   Kokkos::deep_copy(space, nverb, std::uint64_t(0));
   // Radius 0 (automatic): code with the largest candidate, then choose from
   // the code histogram (spline::choose_radius); the codes are then read
@@ -183,7 +185,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
         ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
     classes = ws.template get<std::uint32_t>(WS::kCodeClasses, nblocks * histogram::kCodeClasses, "ksz::code_classes");
     classed = histogram::histogram_classes<ExecSpace>(space, codes, wide, coded_radius, classes);
-    warm_codebook_thread<Mem>(n / 4);  // polls, hot, until the codebook is posted below
+    warm_codebook_thread<Mem>(n);  // through the classes pass: polls, hot, until the codebook is posted below
     const std::vector<std::uint64_t> h = fetch_words(space, {wide, word(1)});
     n_verbatim = h.back();
     radius = spline::choose_radius(spline::spread_from_histogram(h.data(), n_verbatim), index_width(n));
@@ -234,7 +236,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     const Kokkos::View<std::uint64_t*, Mem> o_idx = out_idx, v_idx = verb_idx;
     const Kokkos::View<T*, Mem> v_val = verb_val;
     const std::uint64_t n_out = n_zero - n_verbatim;
-    const Kokkos::View<std::uint64_t, Mem> n_split(counters.data() + 2);  // verbatim elements the scan met: checked below
+    const Kokkos::View<std::uint64_t, Mem> n_split = scalar(2);  // verbatim elements the scan met: checked below
     Kokkos::parallel_scan(
         "ksz::interp::split_zeros", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
         KOKKOS_LAMBDA(const std::uint64_t j, std::uint64_t& verb_before, const bool final) {
