@@ -232,6 +232,41 @@ TEST(HuffmanCodebook, TiesBrokenBySymbolId) {
   for (std::size_t s = 1; s < h.size(); ++s) EXPECT_LE(b.lengths[s - 1], b.lengths[s]);
 }
 
+// The used symbols' order (count ascending, then id descending; a counting
+// sort for small counts, a comparison sort above them) against a plain
+// stable sort: the same lengths symbol by symbol, on histograms whose counts
+// straddle the two sorts' boundary (1,024), with many ties. Misplacing one
+// tie changes some symbol's length.
+TEST(HuffmanCodebook, SymbolOrderMatchesPlainSort) {
+  std::mt19937_64 rng(9);
+  for (int trial = 0; trial < 200; ++trial) {
+    const std::size_t nsym = 1 + rng() % (trial < 100 ? 50 : 3000);
+    std::vector<u64> h(nsym);
+    for (auto& x : h) {
+      const u64 r = rng();
+      const int kind = static_cast<int>(r % 5);
+      if (kind == 0) x = 0;
+      if (kind == 1) x = 1020 + (r >> 8) % 8;  // both sides of the boundary
+      if (kind == 2) x = 1 + (r >> 8) % 3;     // ties
+      if (kind == 3) x = (r >> 8) % 1024;
+      if (kind == 4) x = 1 + ((r >> 8) >> (r % 56));
+    }
+    std::vector<std::uint32_t> sym;
+    for (std::size_t s = nsym; s-- > 0;)
+      if (h[s]) sym.push_back(static_cast<std::uint32_t>(s));
+    std::stable_sort(sym.begin(), sym.end(), [&](std::uint32_t a, std::uint32_t b) { return h[a] < h[b]; });
+    std::vector<std::uint8_t> expected(nsym, 0);
+    if (sym.size() == 1) expected[sym[0]] = 1;
+    if (sym.size() >= 2) {
+      std::vector<u64> w(sym.size());
+      for (std::size_t i = 0; i < sym.size(); ++i) w[i] = h[sym[i]];
+      const std::vector<int> len = ksz::huffman::impl::limited_code_lengths(w, kMaxCodeLength);
+      for (std::size_t i = 0; i < sym.size(); ++i) expected[sym[i]] = static_cast<std::uint8_t>(len[i]);
+    }
+    EXPECT_EQ(ksz::huffman::build_codebook(h.data(), nsym).lengths, expected) << "trial " << trial;
+  }
+}
+
 TEST(HuffmanCodebook, FibonacciHistogramRespectsLimit) {
   for (const std::size_t nfib : {25, 26, 30, 45, 60}) {  // fib(60) ~ 2^40
     const std::vector<u64> h = fibonacci_hist(1024, nfib);
