@@ -91,12 +91,15 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
       ws.template get<std::uint64_t>(WS::kCounters, kInterpCounters, "ksz::interp::counters").data());
   spline::trial_predict<ExecSpace, T>(space, anchors, aqp, radius, bound, boxes, 2, passes, sample, rec, codes, qv,
                                       unread);
-  if constexpr (kFineInTiles<ExecSpace>)
-    for (int c = 0; c < 2; ++c) {
-      fine[c].items = boxes;
-      fine[c].item_n = box.count();
-      spline::compress_fine<ExecSpace, T>(space, fine[c], bound, radius, sample, rec, codes, qv, unread, c * ns);
-    }
+  if constexpr (kFineInTiles<ExecSpace>) {
+    // Both configurations' tiles in one launch: the same tiles, other splines.
+    spline::FineTiles& ft = fine[0];
+    ft.items = 2 * boxes;
+    ft.item_n = box.count();
+    ft.variant_from = boxes;
+    for (int p = 0; p < 3; ++p) ft.variant_kind[p] = fine[1].pass[p].kind;
+    spline::compress_fine<ExecSpace, T>(space, ft, bound, radius, sample, rec, codes, qv, unread);
+  }
   // Both configurations' histograms side by side, one copy back.
   const std::uint64_t nbins = 2 * radius;
   const Kokkos::View<std::uint64_t*, Mem> hist =

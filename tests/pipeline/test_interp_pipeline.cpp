@@ -302,6 +302,82 @@ container::Header header_of(const std::vector<std::uint8_t>& s) { return contain
 
 // A field smooth along z, rough along x: the tuner must pass along x first and z
 // last, record it, and choose the same way every time and on every backend.
+// The trial's two configurations in one launch (FineTiles::variant_from):
+// the variant's items read the input of the first ones and predict with
+// variant_kind, and give what a launch of their own configuration's tiles
+// gives; the first items are unchanged. Both read the same coarser levels.
+TYPED_TEST(InterpPipeline, FineTilesVariantEqualsItsOwnLaunch) {
+  using Mem = typename TypeParam::memory_space;
+  const TypeParam space;
+  for (const std::vector<std::uint64_t>& dd : {std::vector<std::uint64_t>{37, 21, 11}, {100, 33}}) {
+    const Dims d = dims_of(dd);
+    const Shape3 s3 = effective_shape(d);
+    auto host = make_field<float>(Pattern::Spiky, d, 5);
+    const std::uint64_t n = host.size();
+    for (std::uint64_t i = 3; i < n; i += 101) host[i] = std::numeric_limits<float>::quiet_NaN();
+    Kokkos::View<float*, Mem> in("in", n), rec("rec", 2 * n);
+    Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                              host.data(), n));
+    const Kokkos::View<const float*, Mem> cin = in;
+    const spline::Shape sh = spline::make_shape(s3.n[0], s3.n[1], s3.n[2]);
+    spline::Config cfg, lin;
+    cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
+    cfg.order[0] = 1, cfg.order[1] = 2, cfg.order[2] = 0;
+    cfg.kind[0] = spline::kNatural, cfg.kind[1] = spline::kNotAKnot, cfg.kind[2] = spline::kNatural;
+    lin = cfg;
+    for (auto& k : lin.kind) k = spline::kLinear;
+    double steps[16];
+    const double e = 1e-3;
+    spline::level_steps(2 * e, 1.5, spline::level_count(cfg.anchor_stride), steps);
+    // The coarser levels once (the tuned configuration's), copied to both halves.
+    Kokkos::View<std::uint16_t*, Mem> codes[2] = {Kokkos::View<std::uint16_t*, Mem>("codes", 2 * n),
+                                                  Kokkos::View<std::uint16_t*, Mem>("codes", 2 * n)};
+    Kokkos::View<std::int32_t*, Mem> qv[2] = {Kokkos::View<std::int32_t*, Mem>("qv", 2 * n),
+                                              Kokkos::View<std::int32_t*, Mem>("qv", 2 * n)};
+    Kokkos::View<std::uint64_t, Mem> nverb[2] = {Kokkos::View<std::uint64_t, Mem>("nverb"),
+                                                 Kokkos::View<std::uint64_t, Mem>("nverb")};
+    const auto first = std::make_pair(std::uint64_t(0), n), second = std::make_pair(n, 2 * n);
+    spline::traverse_tiled(
+        sh, cfg, steps, e,
+        [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
+          spline::compress_anchors<TypeParam, float>(space, a, qp, 64, cin, rec, codes[0], qv[0], nverb[0]);
+        },
+        [&](const spline::Pass& p) {
+          spline::compress_pass<TypeParam, float>(space, p, e, 64, cin, rec, codes[0], qv[0], nverb[0]);
+        },
+        [&](const spline::FineTiles&) {});
+    Kokkos::deep_copy(space, Kokkos::subview(rec, second), Kokkos::subview(rec, first));
+    const spline::FineTiles own[2] = {spline::make_fine_tiles(sh, cfg, steps[0], 8),
+                                      spline::make_fine_tiles(sh, lin, steps[0], 8)};
+    // Each configuration's tiles on their own (the second into [n, 2n)), then both in one launch.
+    spline::compress_fine<TypeParam, float>(space, own[0], e, 64, cin, rec, codes[0], qv[0], nverb[0]);
+    spline::compress_fine<TypeParam, float>(space, own[1], e, 64, cin, rec, codes[0], qv[0], nverb[0], n);
+    spline::FineTiles both = own[0];
+    both.items = 2;
+    both.item_n = n;
+    both.variant_from = 1;
+    for (int p = 0; p < 3; ++p) both.variant_kind[p] = own[1].pass[p].kind;
+    spline::compress_fine<TypeParam, float>(space, both, e, 64, cin, rec, codes[1], qv[1], nverb[1]);
+    space.fence();
+    const auto c0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), codes[0]);
+    const auto c1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), codes[1]);
+    const auto q0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), qv[0]);
+    const auto q1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), qv[1]);
+    std::uint64_t fine = 0, code_diff = 0, q_diff = 0, kind_diff = 0;
+    for (std::uint64_t i = 0; i < 2 * n; ++i) {
+      if (c1(i) == 0 && q1(i) == 0) continue;  // not a point of the finest level (left as allocated)
+      ++fine;
+      code_diff += c0(i) != c1(i) ? 1 : 0;
+      if (c1(i) == 0) q_diff += q0(i) != q1(i) ? 1 : 0;
+      if (i < n) kind_diff += c1(i) != c1(n + i) ? 1 : 0;
+    }
+    EXPECT_GT(fine, n) << d.str();
+    EXPECT_EQ(code_diff, 0u) << d.str();
+    EXPECT_EQ(q_diff, 0u) << d.str();
+    EXPECT_GT(kind_diff, 0u) << d.str();  // the variant's splines were used
+  }
+}
+
 TYPED_TEST(InterpPipeline, AutoTuneRecordedAndStable) {
   const Backend b = backend_of<TypeParam>();
   const Dims d = dims_of({48, 40, 32});

@@ -637,6 +637,11 @@ struct FineTiles {
   double qstep = 1, inv_qstep = 1;
   std::uint64_t items = 1;   // fields of this shape, item_n elements apart (the trial's boxes)
   std::uint64_t item_n = 0;
+  // The trial's second configuration in the same launch: items from
+  // `variant_from` on read the input of item - variant_from and predict with
+  // variant_kind[p] in pass p (their outputs follow the first's).
+  std::uint64_t variant_from = ~std::uint64_t(0);
+  std::uint32_t variant_kind[3] = {0, 0, 0};
   KOKKOS_INLINE_FUNCTION std::uint64_t count() const { return tiles[0] * tiles[1] * tiles[2]; }
   KOKKOS_INLINE_FUNCTION std::uint32_t scratch_elems() const { return X[0] * X[1] * X[2]; }
 };
@@ -742,9 +747,9 @@ KOKKOS_INLINE_FUNCTION void tile_for_each(const Member& team, const FineTiles& f
 // Prediction of a point of a pass from scratch: its neighbours along the
 // pass dimension at l - 3, l - 1, l + 1, l + 3 (even coordinates).
 template <class V>
-KOKKOS_INLINE_FUNCTION double tile_predict(const TilePhase& ph, const V& sc, const TilePoint& pt) {
+KOKKOS_INLINE_FUNCTION double tile_predict(const TilePhase& ph, std::uint32_t kind, const V& sc, const TilePoint& pt) {
   const std::uint64_t c = ph.dim == 0 ? pt.g0 : ph.dim == 1 ? pt.g1 : pt.g2;
-  return predict_at<V, std::uint64_t>(ph.kind, 1, ph.n, c, sc, pt.sidx - ph.boff, ph.u);
+  return predict_at<V, std::uint64_t>(kind, 1, ph.n, c, sc, pt.sidx - ph.boff, ph.u);
 }
 
 // Tile t's origin.
@@ -757,8 +762,9 @@ KOKKOS_INLINE_FUNCTION void tile_origin(const FineTiles& ft, std::uint64_t t, st
 
 // Compressor side of the tiles: codes and sparse residuals of the level's
 // points, verbatim elements counted in nverb; `rec` holds the coarser levels.
-// Item i of ft.items reads in from i * item_n and rec, codes and qv from
-// out_base + i * item_n. Functors, not lambdas (see CompressPoint).
+// Item i of ft.items reads in from i * item_n (i - variant_from for the
+// variant's items) and rec, codes and qv from out_base + i * item_n.
+// Functors, not lambdas (see CompressPoint).
 template <class ExecSpace, class T>
 struct FineCompress {
   using Mem = typename ExecSpace::memory_space;
@@ -776,12 +782,13 @@ struct FineCompress {
   // Pass P (compile-time, so its phase is a fixed offset into the functor).
   template <int P>
   KOKKOS_INLINE_FUNCTION void pass(const Member& team, std::int64_t t0, std::int64_t t1, std::int64_t t2,
-                                   std::uint64_t ioff, std::uint64_t ooff, const Scratch& sc) const {
+                                   std::uint64_t ioff, std::uint64_t ooff, bool variant, const Scratch& sc) const {
     const TilePhase& ph = ft.pass[P];
     if (ph.count == 0) return;
+    const std::uint32_t kind = variant ? ft.variant_kind[P] : ph.kind;
     team.team_barrier();
     tile_for_each(team, ft, ph, t0, t1, t2, [&](const TilePoint& pt, const bool owned) {
-      const double pred = tile_predict(ph, sc, pt);
+      const double pred = tile_predict(ph, kind, sc, pt);
       T r;
       const std::int32_t q = quantize_value<T>(pred, in(ioff + pt.gi), ft.qstep, ft.inv_qstep, bound, r);
       if (P < 2) sc(pt.sidx) = r;  // the last pass's values (odd along cax) are never read
@@ -797,14 +804,16 @@ struct FineCompress {
 
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     const std::uint64_t t = static_cast<std::uint64_t>(team.league_rank()), tiles = ft.count();
-    const std::uint64_t item = t / tiles, ioff = item * ft.item_n, ooff = out_base + ioff;
+    const std::uint64_t item = t / tiles, ooff = out_base + item * ft.item_n;
+    const bool variant = item >= ft.variant_from;
+    const std::uint64_t ioff = (variant ? item - ft.variant_from : item) * ft.item_n;
     std::int64_t t0, t1, t2;
     tile_origin(ft, t - item * tiles, t0, t1, t2);
     const Scratch sc(team.team_scratch(0), ft.scratch_elems());
     tile_for_each(team, ft, ft.load, t0, t1, t2, [&](const TilePoint& pt, bool) { sc(pt.sidx) = rec(ooff + pt.gi); });
-    pass<0>(team, t0, t1, t2, ioff, ooff, sc);
-    pass<1>(team, t0, t1, t2, ioff, ooff, sc);
-    pass<2>(team, t0, t1, t2, ioff, ooff, sc);
+    pass<0>(team, t0, t1, t2, ioff, ooff, variant, sc);
+    pass<1>(team, t0, t1, t2, ioff, ooff, variant, sc);
+    pass<2>(team, t0, t1, t2, ioff, ooff, variant, sc);
   }
 };
 
@@ -1436,15 +1445,28 @@ void trial_predict(const ExecSpace& space, const Anchors& anchors, const quantiz
 }
 
 // Estimated bits of a code histogram (code 0 = outlier or verbatim, 64 bits
-// of payload each): the ideal entropy, computed on the host from integers.
+// of payload each): the ideal entropy, T log2 T - sum of c log2 c over the
+// counts c summing to T, computed on the host from integers. log2 of counts
+// below 2^12 (most of the trial's bins) from a table made once: a log2 call
+// a nonzero bin took 40-50 us for the trial's two histograms on the H200
+// hosts.
 inline double trial_bits(const std::uint64_t* hist, std::size_t nbins) {
-  double total = 0;
-  for (std::size_t b = 0; b < nbins; ++b) total += double(hist[b]);
+  static const std::vector<double> table = [] {
+    std::vector<double> t(std::size_t(1) << 12, 0.0);
+    for (std::size_t c = 1; c < t.size(); ++c) t[c] = std::log2(double(c));
+    return t;
+  }();
+  const auto c_log2_c = [&](std::uint64_t c) {
+    return double(c) * (c < table.size() ? table[c] : std::log2(double(c)));
+  };
+  std::uint64_t total = 0;
+  double sum = 0;
+  for (std::size_t b = 0; b < nbins; ++b) {
+    total += hist[b];
+    if (hist[b]) sum += c_log2_c(hist[b]);
+  }
   if (total == 0) return 0;
-  double bits = 64.0 * double(hist[0]);
-  for (std::size_t b = 0; b < nbins; ++b)
-    if (hist[b]) bits += double(hist[b]) * std::log2(total / double(hist[b]));
-  return bits;
+  return 64.0 * double(hist[0]) + c_log2_c(total) - sum;
 }
 
 }  // namespace ksz::spline
