@@ -278,7 +278,7 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
   const auto enc = huffman::encode<HostExec>(host, codes, dbook, opt.huffman_chunk);
   timer.mark("huffman encode");
   LosslessId pass = LosslessId::None;
-  const auto words = words_segment(host, enc.words, enc.n_words, opt.lossless, pass, timer, report);
+  const auto words = words_segment(host, enc.words, enc.n_words, codes.extent(0), opt.lossless, pass, timer, report);
 
   // Unpredictable values in element order: exact input bits.
   std::vector<std::uint64_t> row_off(g.rows() + 1, 0);

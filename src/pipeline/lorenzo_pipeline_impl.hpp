@@ -248,7 +248,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
 
   // Segments to the host, then the container.
   LosslessId pass = LosslessId::None;
-  const auto words = words_segment(space, enc.words, enc.n_words, opt.lossless, pass, timer, report, &ws);
+  const auto words = words_segment(space, enc.words, enc.n_words, n, opt.lossless, pass, timer, report, &ws);
   std::vector<std::uint8_t> lengths(book.lengths.begin(), book.lengths.end());
   const auto offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
   const auto run_bits = to_host_bytes(enc.run_bits, enc.run_bits.extent(0));
