@@ -264,7 +264,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
         KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = residual(zero_idx(j)); });
   }
   huffman::HostCodebook book;
-  if (book_task.valid()) book = book_task.get();
+  if (book_task.valid()) book = codebook_result<Mem>(book_task);
   if (!hist.empty() || n_verbatim > 0) {  // the lists' counts, in one copy once the codebook is in
     const auto c = fetch_words(space, {Kokkos::subview(zero_counts, std::make_pair(nblocks, nblocks + 1)),
                                        word(2)});

@@ -230,7 +230,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   Kokkos::parallel_for(
       "ksz::verbatim_values", Kokkos::RangePolicy<ExecSpace>(space, 0, verb_idx.extent(0)),
       KOKKOS_LAMBDA(const std::uint64_t j) { verb_val(j) = in(verb_idx(j)); });
-  const huffman::HostCodebook built = book_task.get();
+  const huffman::HostCodebook built = codebook_result<Mem>(book_task);
   const huffman::Codebook& book = built.book;
   const huffman::DeviceCodebook<ExecSpace> dbook(
       built.tables, space,

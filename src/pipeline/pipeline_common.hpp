@@ -3,6 +3,7 @@
 // Factored out of the Lorenzo pipeline unchanged, so its bytes stay the same.
 #pragma once
 #include <Kokkos_Core.hpp>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -347,7 +348,7 @@ std::vector<std::uint8_t> words_segment(const ExecSpace& space,
   // Huffman output at low ratios), which then skip it: same stream either way.
   // Below 2 bits a symbol most symbols take the 1-bit code, which is 0 (the
   // canonical code's first), and the pass is tried without that count (a
-  // kernel and a read-back: 25-30 us on the H200 at 512^3, where the interp
+  // kernel and a read-back: 20-35 us on the H200 at 512^3, where the interp
   // compressor's words at REL 1e-3 hold 1.6 bits a symbol and shrink by a
   // quarter; Lorenzo's, at 2.1, keep the count and skip the pass).
   const bool sparse = n_words < n_codes / 16;  // under 2 bits a symbol
@@ -458,6 +459,24 @@ std::future<huffman::HostCodebook> codebook_async(const std::uint64_t* counts, s
     return std::async(std::launch::async, std::move(build));
   else
     return HostWorkers::run(std::move(build));
+}
+
+// codebook_async's result. On GPUs the caller polls for it instead of
+// sleeping: on the H200 hosts (VMs) a thread asleep on the future woke 15-25
+// us after the codebook was done (REL 1e-3, 512^3), and 40-380 us after waits
+// longer than about 0.2 ms (1e-4). Polling, A/B on one instance: the
+// outliers+codebook stage 0.108-0.135 -> 0.079-0.099 ms at 1e-3, 0.264-0.287
+// -> 0.241-0.265 at 1e-4. Host backends sleep (their cores run the device
+// work).
+template <class Mem>
+huffman::HostCodebook codebook_result(std::future<huffman::HostCodebook>& task) {
+  if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+    while (task.wait_for(std::chrono::seconds(0)) != std::future_status::ready &&
+           std::chrono::steady_clock::now() < until) {
+    }
+  }
+  return task.get();
 }
 
 // On GPUs, has that thread poll, hot, from now through a pass over n values
