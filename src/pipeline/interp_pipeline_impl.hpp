@@ -55,7 +55,7 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
   std::vector<spline::Pass> host_passes;
   spline::Anchors anchors;
   quantize::QuantParams aqp{};
-  spline::FineTiles fine[2];  // on GPUs the finest level in tiles, all boxes a launch
+  spline::FineTiles fine;  // on GPUs the finest level in tiles, all boxes and both configurations a launch
   for (int c = 0; c < 2; ++c) {
     const auto anchor_body = [&](const spline::Anchors& a, const quantize::QuantParams& q) {
       anchors = a;
@@ -65,7 +65,9 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
     const spline::Config& conf = c == 0 ? cfg : lin;
     if constexpr (kFineInTiles<ExecSpace>)
       spline::traverse_tiled(box, conf, steps, bound, anchor_body, pass_body,
-                             [&](const spline::FineTiles& ft) { fine[c] = ft; });
+                             [&](const spline::FineTiles& ft) {
+                               if (c == 0) fine = ft;  // the all-linear one's differs only in its splines
+                             });
     else
       spline::traverse(box, conf, steps, bound, anchor_body, pass_body);
   }
@@ -93,12 +95,11 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
                                       unread);
   if constexpr (kFineInTiles<ExecSpace>) {
     // Both configurations' tiles in one launch: the same tiles, other splines.
-    spline::FineTiles& ft = fine[0];
-    ft.items = 2 * boxes;
-    ft.item_n = box.count();
-    ft.variant_from = boxes;
-    for (int p = 0; p < 3; ++p) ft.variant_kind[p] = fine[1].pass[p].kind;
-    spline::compress_fine<ExecSpace, T>(space, ft, bound, radius, sample, rec, codes, qv, unread);
+    fine.items = 2 * boxes;
+    fine.item_n = box.count();
+    fine.variant_from = boxes;
+    for (int p = 0; p < 3; ++p) fine.variant_kind[p] = lin.kind[fine.pass[p].dim];
+    spline::compress_fine<ExecSpace, T>(space, fine, bound, radius, sample, rec, codes, qv, unread);
   }
   // Both configurations' histograms side by side, one copy back.
   const std::uint64_t nbins = 2 * radius;

@@ -39,6 +39,25 @@ Options interp_opts(Backend b, ErrorMode mode, double bound) {
   return opt;
 }
 
+// The coarser levels (anchors and every level but the finest) of `cfg` by the
+// field's own kernels, at radius 64, as the spline-kind trial codes them
+// before its finest level in tiles.
+template <class Space>
+void code_coarser_levels(const Space& space, const spline::Shape& sh, const spline::Config& cfg, const double* steps,
+                         double e, Kokkos::View<const float*, typename Space::memory_space> in,
+                         Kokkos::View<float*, typename Space::memory_space> rec,
+                         Kokkos::View<std::uint16_t*, typename Space::memory_space> codes,
+                         Kokkos::View<std::int32_t*, typename Space::memory_space> qv,
+                         Kokkos::View<std::uint64_t, typename Space::memory_space> nverb) {
+  spline::traverse_tiled(
+      sh, cfg, steps, e,
+      [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
+        spline::compress_anchors<Space, float>(space, a, qp, 64, in, rec, codes, qv, nverb);
+      },
+      [&](const spline::Pass& p) { spline::compress_pass<Space, float>(space, p, e, 64, in, rec, codes, qv, nverb); },
+      [&](const spline::FineTiles&) {});
+}
+
 template <class T>
 void round_trip(Backend b, Pattern p, const Dims& d, ErrorMode mode, double bound) {
   const auto in = make_field<T>(p, d);
@@ -259,15 +278,7 @@ TYPED_TEST(InterpPipeline, FineTilesEqualPasses) {
         const Kokkos::View<float*, Mem> rec_c = Kokkos::subview(rec, at);
         const Kokkos::View<std::uint16_t*, Mem> codes_c = Kokkos::subview(codes[1], at);
         const Kokkos::View<std::int32_t*, Mem> qv_c = Kokkos::subview(qv[1], at);
-        spline::traverse_tiled(
-            sh, cfg, steps, e,
-            [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-              spline::compress_anchors<TypeParam, float>(space, a, qp, 64, cin_c, rec_c, codes_c, qv_c, nverb[1]);
-            },
-            [&](const spline::Pass& p) {
-              spline::compress_pass<TypeParam, float>(space, p, e, 64, cin_c, rec_c, codes_c, qv_c, nverb[1]);
-            },
-            [&](const spline::FineTiles&) {});
+        code_coarser_levels<TypeParam>(space, sh, cfg, steps, e, cin_c, rec_c, codes_c, qv_c, nverb[1]);
       }
       spline::FineTiles ft = spline::make_fine_tiles(sh, cfg, steps[0], cs.side);
       ft.items = 2;
@@ -337,15 +348,7 @@ TYPED_TEST(InterpPipeline, FineTilesVariantEqualsItsOwnLaunch) {
     Kokkos::View<std::uint64_t, Mem> nverb[2] = {Kokkos::View<std::uint64_t, Mem>("nverb"),
                                                  Kokkos::View<std::uint64_t, Mem>("nverb")};
     const auto first = std::make_pair(std::uint64_t(0), n), second = std::make_pair(n, 2 * n);
-    spline::traverse_tiled(
-        sh, cfg, steps, e,
-        [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-          spline::compress_anchors<TypeParam, float>(space, a, qp, 64, cin, rec, codes[0], qv[0], nverb[0]);
-        },
-        [&](const spline::Pass& p) {
-          spline::compress_pass<TypeParam, float>(space, p, e, 64, cin, rec, codes[0], qv[0], nverb[0]);
-        },
-        [&](const spline::FineTiles&) {});
+    code_coarser_levels<TypeParam>(space, sh, cfg, steps, e, cin, rec, codes[0], qv[0], nverb[0]);
     Kokkos::deep_copy(space, Kokkos::subview(rec, second), Kokkos::subview(rec, first));
     const spline::FineTiles own[2] = {spline::make_fine_tiles(sh, cfg, steps[0], 8),
                                       spline::make_fine_tiles(sh, lin, steps[0], 8)};
