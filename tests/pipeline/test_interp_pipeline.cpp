@@ -311,8 +311,6 @@ TYPED_TEST(InterpPipeline, FineTilesEqualPasses) {
 
 container::Header header_of(const std::vector<std::uint8_t>& s) { return container::read(s.data(), s.size()).header; }
 
-// A field smooth along z, rough along x: the tuner must pass along x first and z
-// last, record it, and choose the same way every time and on every backend.
 // The trial's two configurations in one launch (FineTiles::variant_from):
 // the variant's items read the input of the first ones and predict with
 // variant_kind, and give what a launch of their own configuration's tiles
@@ -381,6 +379,8 @@ TYPED_TEST(InterpPipeline, FineTilesVariantEqualsItsOwnLaunch) {
   }
 }
 
+// A field smooth along z, rough along x: the tuner must pass along x first and z
+// last, record it, and choose the same way every time and on every backend.
 TYPED_TEST(InterpPipeline, AutoTuneRecordedAndStable) {
   const Backend b = backend_of<TypeParam>();
   const Dims d = dims_of({48, 40, 32});
