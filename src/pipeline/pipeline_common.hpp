@@ -461,22 +461,17 @@ std::future<huffman::HostCodebook> codebook_async(const std::uint64_t* counts, s
     return HostWorkers::run(std::move(build));
 }
 
-// codebook_async's result. On GPUs the caller polls for it instead of
-// sleeping: on the H200 hosts (VMs) a thread asleep on the future woke 15-25
-// us after the codebook was done (REL 1e-3, 512^3), and 40-380 us after waits
-// longer than about 0.2 ms (1e-4). Polling, A/B on one instance: the
-// outliers+codebook stage 0.108-0.135 -> 0.079-0.099 ms at 1e-3, 0.264-0.287
-// -> 0.241-0.265 at 1e-4. Host backends sleep (their cores run the device
-// work).
+// codebook_async's result. On GPUs the caller polls for it (HostWorkers::
+// result) instead of sleeping: on the H200 hosts (VMs) a thread asleep on the
+// future woke 15-25 us after the codebook was done (REL 1e-3, 512^3), and
+// 40-380 us after waits longer than about 0.2 ms (1e-4). Polling, A/B on one
+// instance: the outliers+codebook stage 0.108-0.135 -> 0.079-0.099 ms at 1e-3,
+// 0.264-0.287 -> 0.241-0.265 at 1e-4. Host backends sleep (their cores run
+// the device work).
 template <class Mem>
 huffman::HostCodebook codebook_result(std::future<huffman::HostCodebook>& task) {
-  if constexpr (!Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
-    while (task.wait_for(std::chrono::seconds(0)) != std::future_status::ready &&
-           std::chrono::steady_clock::now() < until) {
-    }
-  }
-  return task.get();
+  constexpr bool gpu = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, Mem>::accessible;
+  return HostWorkers::result(task, gpu ? std::chrono::milliseconds(20) : std::chrono::milliseconds(0));
 }
 
 // On GPUs, has that thread poll, hot, from now through a pass over n values
