@@ -74,9 +74,36 @@ inline bool wide_codes() {
 // switched off or over the slot's size in all.
 bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts, void* dst);
 
+// copy_to_host in two halves: start() queues the copies and an event after
+// them; finish() waits for that event alone and reads the slot, so kernels
+// queued on the stream in between run while the host waits and works. The
+// slot is held from start() to finish() (or destruction).
+class PendingCopy {
+ public:
+  PendingCopy();
+  ~PendingCopy();
+  PendingCopy(const PendingCopy&) = delete;
+  PendingCopy& operator=(const PendingCopy&) = delete;
+  // False (nothing queued) as copy_to_host.
+  bool start(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts);
+  void finish(void* dst);
+
+ private:
+  struct State;
+  State* m_state = nullptr;
+};
+
 // Min and max of the finite values; any_finite false (and mn > mx) when none.
 template <class T>
 bool finite_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double& mn, double& mx);
+// The same two values (mn > mx when none is finite: T's extremes) left in
+// device memory at buf[0], buf[1], nothing awaited: for work queued behind
+// it that needs them before the host does. buf: kMinmaxBufDoubles of device
+// memory (the rest is the reduction's scratch), the caller's until the
+// stream has run the kernel.
+constexpr std::size_t kMinmaxBufDoubles = 4 + 2 * 4000;
+template <class T>
+bool finite_minmax_to(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double* buf);
 
 struct LorenzoShape {
   std::uint64_t n0, n1, n2;  // extents, fastest first

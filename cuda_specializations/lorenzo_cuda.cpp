@@ -131,9 +131,12 @@ using launch::check;
 
 }  // namespace
 
+namespace {
+// minmax_kernel's launch, its two values to out (device or mapped memory),
+// its counter and block partials in scratch (device memory).
+constexpr std::uint64_t kMinmaxMaxBlocks = 4000;
 template <class T>
-bool finite_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double& mn, double& mx) {
-  if (!enabled() || n == 0) return false;
+void launch_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, void* scratch, double* out) {
   // Scalars up to the first 16-byte boundary (none when in is not T-aligned there: all scalar).
   const auto addr = reinterpret_cast<std::uintptr_t>(in);
   std::uint64_t head = n, nvec = 0;
@@ -141,17 +144,34 @@ bool finite_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, doub
     head = std::min<std::uint64_t>(n, ((16 - addr % 16) % 16) / sizeof(T));
     nvec = (n - head) / (16 / sizeof(T));
   }
-  constexpr std::uint64_t kMaxBlocks = 4000;  // their pairs fit the slot's scratch
-  static_assert(16 + 2 * sizeof(double) * kMaxBlocks <= HostResult::kScratchBytes, "minmax scratch");
   const std::uint64_t want = (n + kThreads * 16 - 1) / (kThreads * 16);
-  const int blocks = static_cast<int>(std::min({want, std::uint64_t(sm_count()) * 8, kMaxBlocks}));
-  const HostResult slot;
-  auto* done = static_cast<unsigned*>(slot.scratch());
-  T* parts = reinterpret_cast<T*>(static_cast<char*>(slot.scratch()) + 16);
+  const int blocks = static_cast<int>(std::min({want, std::uint64_t(sm_count()) * 8, kMinmaxMaxBlocks}));
+  auto* done = static_cast<unsigned*>(scratch);
+  T* parts = reinterpret_cast<T*>(static_cast<char*>(scratch) + 16);
   check(cudaMemsetAsync(done, 0, sizeof(unsigned), space.cuda_stream()), "minmax count");
-  minmax_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(in, n, head, nvec, parts, done,
-                                                                   slot.device<double>());
+  minmax_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(in, n, head, nvec, parts, done, out);
   check(cudaGetLastError(), "minmax_kernel");
+}
+}  // namespace
+
+// Counter and partials fit either scratch: the slot's, and buf past its
+// result and a 16-byte aligned counter.
+static_assert(16 + 2 * sizeof(double) * kMinmaxMaxBlocks <= HostResult::kScratchBytes, "minmax scratch");
+static_assert(16 + 2 * sizeof(double) * kMinmaxMaxBlocks <= (kMinmaxBufDoubles - 2) * sizeof(double),
+              "minmax buffer");
+
+template <class T>
+bool finite_minmax_to(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double* buf) {
+  if (!enabled() || n == 0) return false;
+  launch_minmax(space, in, n, buf + 2, buf);
+  return true;
+}
+
+template <class T>
+bool finite_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double& mn, double& mx) {
+  if (!enabled() || n == 0) return false;
+  const HostResult slot;
+  launch_minmax(space, in, n, slot.scratch(), slot.device<double>());
   check(cudaStreamSynchronize(space.cuda_stream()), "minmax sync");
   mn = slot.host<double>()[0];
   mx = slot.host<double>()[1];
@@ -1057,8 +1077,50 @@ bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::
   return true;
 }
 
+struct PendingCopy::State {
+  HostResult slot;
+  cudaEvent_t done = nullptr;
+  std::size_t total = 0;
+};
+
+PendingCopy::PendingCopy() = default;
+PendingCopy::~PendingCopy() {
+  if (!m_state) return;
+  if (m_state->done) {
+    cudaEventSynchronize(m_state->done);  // the copy must not land in a slot handed to another call
+    cudaEventDestroy(m_state->done);
+  }
+  delete m_state;
+}
+
+bool PendingCopy::start(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts) {
+  std::size_t total = 0;
+  for (int k = 0; k < parts; ++k) total += bytes[k];
+  if (!enabled() || total > HostResult::kBytes || m_state) return false;
+  m_state = new State;
+  m_state->total = total;
+  cudaStream_t st = space.cuda_stream();
+  std::size_t at = 0;
+  for (int k = 0; k < parts; ++k) {
+    check(cudaMemcpyAsync(m_state->slot.device<char>() + at, src[k], bytes[k], cudaMemcpyDefault, st),
+          "copy to host");
+    at += bytes[k];
+  }
+  check(cudaEventCreateWithFlags(&m_state->done, cudaEventDisableTiming), "copy event");
+  check(cudaEventRecord(m_state->done, st), "copy event record");
+  return true;
+}
+
+void PendingCopy::finish(void* dst) {
+  KSZ_EXPECTS(m_state && m_state->done, "internal: no copy started");
+  check(cudaEventSynchronize(m_state->done), "copy to host wait");
+  std::memcpy(dst, m_state->slot.host<char>(), m_state->total);
+}
+
 template bool finite_minmax<float>(const Kokkos::Cuda&, const float*, std::uint64_t, double&, double&);
 template bool finite_minmax<double>(const Kokkos::Cuda&, const double*, std::uint64_t, double&, double&);
+template bool finite_minmax_to<float>(const Kokkos::Cuda&, const float*, std::uint64_t, double*);
+template bool finite_minmax_to<double>(const Kokkos::Cuda&, const double*, std::uint64_t, double*);
 template bool lorenzo_fused_compress<float>(const Kokkos::Cuda&, const float*, const LorenzoShape&,
                                             const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
                                             std::uint64_t*, std::uint64_t&);

@@ -5,6 +5,7 @@
 // stored exactly by the pipeline, and enter the prediction as q = 0.
 #pragma once
 #include <Kokkos_Core.hpp>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -39,6 +40,17 @@ struct QuantParams {
   double inv_step;  // 1 / step
   double bound;     // absolute bound every reconstructed value must meet
 };
+
+// The quantization step of an absolute bound: twice it, or where the bound is
+// not positive (a constant field under REL, or bound 0) the magnitude of the
+// field's largest finite value (1 without one), and never past the largest
+// double. Host and device alike (the interp profile's unit on GPUs).
+KOKKOS_INLINE_FUNCTION double quant_step(double abs_bound, bool any_finite, double max) {
+  double step = 2 * abs_bound;
+  if (!(step > 0)) step = (any_finite && max != 0) ? ::fabs(max) : 1.0;
+  if (!(step <= DBL_MAX)) step = DBL_MAX;  // +Inf (NaN took the branch above)
+  return step;
+}
 
 // The one reconstruction formula, shared by compressor check and decompressor.
 template <class T>

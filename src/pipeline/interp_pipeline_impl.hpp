@@ -1,7 +1,9 @@
 // Template bodies of InterpPipeline; included by the instantiation unit only.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -32,10 +34,12 @@ inline spline::Shape spline_shape(const Dims& dims) {
 
 // The spline-kind trial (spline::plan_sample): the tuned cubic configuration
 // against an all-linear one on a sample; cfg keeps the cheaper.
-template <class ExecSpace, class T>
+// `queue` runs once the trial's kernels are queued, before their histograms
+// are fetched: work for the device while the host waits and weighs them.
+template <class ExecSpace, class T, class Queue>
 void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int rank, const double* steps, double bound,
                         Kokkos::View<const T*, typename ExecSpace::memory_space> in, spline::Config& cfg,
-                        typename Workspace<typename ExecSpace::memory_space>::Lease& ws) {
+                        typename Workspace<typename ExecSpace::memory_space>::Lease& ws, const Queue& queue) {
   using Mem = typename ExecSpace::memory_space;
   using WS = Workspace<Mem>;
   Kokkos::View<const T*, Mem> sample = in;
@@ -108,8 +112,53 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
   for (std::uint64_t c = 0; c < 2; ++c)
     histogram::histogram<ExecSpace>(space, Kokkos::subview(codes, std::make_pair(c * ns, (c + 1) * ns)),
                                     Kokkos::subview(hist, std::make_pair(c * nbins, (c + 1) * nbins)), radius);
-  const std::vector<std::uint64_t> h = fetch_words(space, {hist});
+  WordsFetch<ExecSpace> fetch(space, {hist});
+  queue();
+  const std::vector<std::uint64_t> h = fetch.wait();
   if (spline::trial_bits(h.data() + nbins, nbins) < spline::trial_bits(h.data(), nbins)) cfg = lin;
+}
+}  // namespace impl
+
+namespace impl {
+// On CUDA: the value range and the auto-tune's profile in one round trip.
+// The profile's kernel is queued behind the range's and takes its unit from
+// the extremes that kernel leaves in device memory (spline::profile_unit);
+// one copy brings both back. False (nothing done) elsewhere.
+template <class ExecSpace, class T>
+bool range_and_profile(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                       const spline::Shape& sh, bool rel, double bound,
+                       typename Workspace<typename ExecSpace::memory_space>::Lease& ws, Range& range,
+                       spline::Profile& prof) {
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    using Mem = typename ExecSpace::memory_space;
+    using WS = Workspace<Mem>;
+    const Kokkos::View<double*, Mem> buf =
+        ws.template get<double>(WS::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range");
+    if (!cuda_spec::finite_minmax_to<T>(space, in.data(), in.extent(0), buf.data())) return false;
+    auto f = spline::plan_profile(sh, in, prof);
+    f.range = buf.data();
+    f.rel = rel;
+    f.bound = bound;
+    const Kokkos::View<std::uint64_t*, Mem> sums =
+        ws.template get<std::uint64_t>(WS::kScalar, f.kValues, "ksz::spline::profile_sums");
+    spline::profile_sums<ExecSpace, T>(space, f, sums);
+    const std::vector<std::uint64_t> h = fetch_words(
+        space, {Kokkos::View<const std::uint64_t*, Mem>(reinterpret_cast<const std::uint64_t*>(buf.data()), 2), sums});
+    double mn, mx;
+    std::memcpy(&mn, &h[0], sizeof mn);
+    std::memcpy(&mx, &h[1], sizeof mx);
+    range = range_of_extremes(mn, mx);
+    // The unit the device used, from these same extremes: the one the host
+    // path takes (checked by the caller against the bound).
+    KSZ_EXPECTS(spline::profile_unit(mn, mx, rel, bound) == spline::profile_unit(range.min, range.max, rel, bound),
+                "internal: the profile's unit depends on the range's zeros");
+    spline::profile_errors(h.data() + 2, prof);
+    return true;
+  }
+#endif
+  (void)space, (void)in, (void)sh, (void)rel, (void)bound, (void)ws, (void)range, (void)prof;
+  return false;
 }
 }  // namespace impl
 
@@ -126,27 +175,33 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   using WS = Workspace<Mem>;
   typename WS::Lease ws;
 
-  const Range range = value_range<ExecSpace, T>(space, in);
+  const bool rel = opt.mode == ErrorMode::REL;
+  const spline::Shape sh = spline_shape(dims);
+  Range range;
+  spline::Profile prof;
+  const bool profiled = range_and_profile<ExecSpace, T>(space, in, sh, rel, opt.bound, ws, range, prof);
+  if (!profiled) range = value_range<ExecSpace, T>(space, in);
   double abs_bound = opt.bound;
-  if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
+  if (rel) abs_bound = opt.bound * (range.max - range.min);
   const quantize::QuantParams qp = quant_params(abs_bound, range);
-  timer.mark("value range");
+  // The profile's errors count in units of the bound (else of the step),
+  // from the extremes alone where the device worked it out.
+  const double unit = spline::profile_unit(range.min, range.max, rel, opt.bound);
+  KSZ_EXPECTS(unit == (abs_bound > 0 ? abs_bound : qp.step), "internal: profile unit ", unit, " is not the bound's");
+  if (!profiled) prof = spline::profile<ExecSpace, T>(space, sh, unit, in);
+  timer.mark("value range+profile");
 
   const Shape3 s3 = effective_shape(dims);
-  const spline::Shape sh = spline_shape(dims);
   spline::Config cfg;
   cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
   // Eq. 1 takes the bound relative to the value range, whatever the mode.
   const double span = range.max - range.min;
   const double eps = span > 0 ? abs_bound / span : 0;
   cfg.alpha = abs_bound > 0 ? spline::alpha_of(eps) : 1.0;
-  const spline::Profile prof = spline::profile<ExecSpace, T>(space, sh, abs_bound > 0 ? abs_bound : qp.step, in);
   spline::tune(prof, cfg);
   const int L = spline::level_count(cfg.anchor_stride);
   double steps[16];
   spline::level_steps(qp.step, abs_bound > 0 ? cfg.alpha : 1.0, L, steps);
-  choose_spline_kind<ExecSpace, T>(space, sh, s3.rank, steps, qp.bound, in, cfg, ws);
-  timer.mark("auto-tune");
 
   const Kokkos::View<std::uint16_t*, Mem> codes = ws.template get<std::uint16_t>(WS::kCodes, n, "ksz::codes");
   const Kokkos::View<T*, Mem> rec = ws.template get<T>(WS::kInterpRec, n, "ksz::reconstructed");
@@ -165,13 +220,37 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // through a huffman::Narrow, never rewritten.
   const bool auto_radius = opt.radius == 0;
   const std::uint32_t coded_radius = auto_radius ? spline::kAutoRadiusMax : opt.radius;
+  const auto anchor_body = [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
+    spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, in, rec, codes, qv, nverb);
+  };
+  const auto pass_body = [&](const spline::Pass& p) {
+    spline::compress_pass<ExecSpace, T>(space, p, qp.bound, coded_radius, in, rec, codes, qv, nverb);
+  };
+  // Queued behind the trial's kernels while the host waits for their
+  // histograms and weighs them: the anchors (no tuned choice in them) and, on
+  // GPUs, the coarsest level with the tuned splines (on the H200 hosts that
+  // wait is 30-40 us, the two 50 us of device work). Should the trial pick
+  // the linear splines, that level is coded again. Host backends code the
+  // anchors only (their cores would spend the guess's time).
+  const std::uint64_t coarsest = std::uint64_t(1) << (L - 1);
+  const bool guess = kFineInTiles<ExecSpace> && L >= 2;  // the traversal's last pass is never a guess
+  const spline::Config tuned = cfg;
+  choose_spline_kind<ExecSpace, T>(space, sh, s3.rank, steps, qp.bound, in, cfg, ws, [&] {
+    spline::traverse(sh, tuned, steps, qp.bound, anchor_body, [&](const spline::Pass& p) {
+      if (guess && p.s == coarsest) pass_body(p);
+    });
+  });
+  const bool kept = std::equal(std::begin(cfg.kind), std::end(cfg.kind), std::begin(tuned.kind));
+  timer.mark(guess ? "auto-tune+anchors+coarsest level" : "auto-tune+anchors");
+
+  if (guess && !kept) Kokkos::deep_copy(space, nverb, std::uint64_t(0));  // the guess's verbatim count
   spline::traverse(
       sh, cfg, steps, qp.bound,
       [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-        spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, in, rec, codes, qv, nverb);
+        if (guess && !kept) anchor_body(a, aqp);
       },
       [&](const spline::Pass& p) {
-        spline::compress_pass<ExecSpace, T>(space, p, qp.bound, coded_radius, in, rec, codes, qv, nverb);
+        if (!(guess && kept && p.s == coarsest)) pass_body(p);
       });
   timer.mark("predict+quantize");
   std::uint32_t radius = coded_radius;
@@ -264,15 +343,13 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
         "ksz::outlier_values", Kokkos::RangePolicy<ExecSpace>(space, 0, n_zero),
         KOKKOS_LAMBDA(const std::uint64_t j) { out_val(j) = residual(zero_idx(j)); });
   }
+  // The lists' counts, checked once the encoder has run: their copy is
+  // queued now and nothing waits for it before the codebook's tables and the
+  // encoder are queued (on the H200 hosts a round trip here held the encoder
+  // back 10-15 us after the codebook was in).
+  WordsFetch<ExecSpace> counts(space, {Kokkos::subview(zero_counts, std::make_pair(nblocks, nblocks + 1)), word(2)});
   huffman::HostCodebook book;
   if (book_task.valid()) book = codebook_result<Mem>(book_task);
-  if (!hist.empty() || n_verbatim > 0) {  // the lists' counts, in one copy once the codebook is in
-    const auto c = fetch_words(space, {Kokkos::subview(zero_counts, std::make_pair(nblocks, nblocks + 1)),
-                                       word(2)});
-    KSZ_EXPECTS(c[0] == n_zero, "internal: ", c[0], " code-0 positions counted, ", n_zero, " listed");
-    KSZ_EXPECTS(n_verbatim == 0 || c[1] == n_verbatim, "internal: ", c[1],
-                " verbatim elements listed, the passes counted ", n_verbatim);
-  }
   timer.mark(hist.empty() ? "outliers" : "outliers+codebook");
 
   // Its last stage ends before the Huffman segments' copy to the host, which
@@ -282,6 +359,12 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
                                       timer, report, hist.empty() ? nullptr : hist.data(), &ws,
                                       hist.empty() ? nullptr : &book, narrow);
 
+  if (!hist.empty() || n_verbatim > 0) {
+    const auto c = counts.wait();
+    KSZ_EXPECTS(c[0] == n_zero, "internal: ", c[0], " code-0 positions counted, ", n_zero, " listed");
+    KSZ_EXPECTS(n_verbatim == 0 || c[1] == n_verbatim, "internal: ", c[1],
+                " verbatim elements listed, the passes counted ", n_verbatim);
+  }
   const auto oi = pack_indices(out_idx, n);
   const auto ov = to_host_bytes(out_val, out_val.extent(0));
   const auto vi = pack_indices(verb_idx, n);

@@ -37,6 +37,17 @@ struct Range {
   bool any_finite;
 };
 
+// The range of finite values from their extremes (mn > mx: none). -0 and +0
+// compare equal: which one a reduction keeps depends on its schedule, and the
+// header stores both ends, so either end that is zero is made +0.
+inline Range range_of_extremes(double mn, double mx) {
+  Range out{mn, mx, mn <= mx};
+  if (!out.any_finite) out.min = out.max = 0;
+  if (out.min == 0) out.min = 0;
+  if (out.max == 0) out.max = 0;
+  return out;
+}
+
 // GPUs: a team per slice of kRangeSlice elements; each thread keeps its min
 // and max in registers (in T: exact) over 16-byte loads and the team reduces
 // once. (A RangePolicy parallel_reduce keeps its running value in shared
@@ -137,13 +148,7 @@ Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSp
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     double mn, mx;
-    if (cuda_spec::finite_minmax<T>(space, in.data(), in.extent(0), mn, mx)) {
-      Range out{mn, mx, mn <= mx};
-      if (!out.any_finite) out.min = out.max = 0;
-      if (out.min == 0) out.min = 0;  // canonical +0, as below
-      if (out.max == 0) out.max = 0;
-      return out;
-    }
+    if (cuda_spec::finite_minmax<T>(space, in.data(), in.extent(0), mn, mx)) return range_of_extremes(mn, mx);
   }
 #endif
   constexpr bool host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecSpace::memory_space>::accessible;
@@ -178,21 +183,13 @@ Range value_range(const ExecSpace& space, Kokkos::View<const T*, typename ExecSp
                               MM(r));
     }
   }
-  Range out{r.min_val, r.max_val, r.min_val <= r.max_val};
-  if (!out.any_finite) out.min = out.max = 0;
-  // -0 and +0 compare equal: which one a reduction keeps depends on its
-  // schedule, and the header stores both ends. Canonical +0.
-  if (out.min == 0) out.min = 0;
-  if (out.max == 0) out.max = 0;
-  return out;
+  return range_of_extremes(r.min_val, r.max_val);
 }
 
 // Quantization parameters from the resolved bound. A zero bound (a constant
 // field under REL) still needs a step: one that reproduces the constant exactly.
 inline quantize::QuantParams quant_params(double abs_bound, const Range& r) {
-  double step = 2 * abs_bound;
-  if (!(step > 0)) step = (r.any_finite && r.max != 0) ? std::fabs(r.max) : 1.0;
-  if (!std::isfinite(step)) step = std::numeric_limits<double>::max();
+  const double step = quantize::quant_step(abs_bound, r.any_finite, r.max);
   return {step, 1.0 / step, abs_bound};
 }
 
@@ -280,6 +277,48 @@ std::vector<std::uint64_t> fetch_words(
   space.fence();
   return out;
 }
+
+// fetch_words in two halves, for work to queue in between: the words once
+// the device has run what was queued before the fetch began, not what was
+// queued after it (on CUDA, cuda_spec::PendingCopy; elsewhere the fetch
+// happens at once).
+template <class ExecSpace>
+class WordsFetch {
+ public:
+  using Parts = std::initializer_list<Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space>>;
+  WordsFetch(const ExecSpace& space, Parts parts) {
+#if defined(KSZ_HAVE_CUDA)
+    if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+      std::vector<const void*> src;
+      std::vector<std::size_t> bytes;
+      for (const auto& p : parts) {
+        src.push_back(p.data());
+        bytes.push_back(p.extent(0) * sizeof(std::uint64_t));
+        m_words.resize(m_words.size() + p.extent(0));
+      }
+      if (m_copy.start(space, src.data(), bytes.data(), static_cast<int>(src.size()))) {
+        m_pending = true;
+        return;
+      }
+    }
+#endif
+    m_words = fetch_words(space, parts);
+  }
+  std::vector<std::uint64_t> wait() {
+#if defined(KSZ_HAVE_CUDA)
+    if (m_pending) m_copy.finish(m_words.data());
+    m_pending = false;
+#endif
+    return std::move(m_words);
+  }
+
+ private:
+  std::vector<std::uint64_t> m_words;
+#if defined(KSZ_HAVE_CUDA)
+  cuda_spec::PendingCopy m_copy;
+  bool m_pending = false;
+#endif
+};
 
 template <class V, class ExecSpace>
 Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& space, const container::Segment& s,
@@ -543,8 +582,10 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   const huffman::Codebook& book = hb.book;
   // With a workspace: the tables in it, and the encoder's one pass (its
   // bitstream sized by words_bound), as the Lorenzo pipeline does.
+  // A prebuilt codebook's tables go with the encoder's stage: their copy is
+  // queued ahead of it, nothing waits between.
   const huffman::DeviceCodebook<ExecSpace> dbook = device_codebook(space, hb.tables, ws);
-  timer.mark(prebuilt ? "codebook tables" : "codebook");
+  if (!prebuilt) timer.mark("codebook");
   const std::uint64_t n = codes.extent(0);
   const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, ws, subchunk,
                                               ws ? huffman::words_bound(counts, book, n, huffman_chunk) : 0, narrow);

@@ -58,6 +58,7 @@ class Workspace {
     kEscapes,          // its byte codes' listed codes (quantize/byte_codes.hpp)
     kEscapesAlt,       // and their sort's second buffer
     kEscapeStarts,     // and the first of each Huffman chunk
+    kValueRange,       // the value range's result and scratch on GPUs, for kernels queued behind it
     kSlots
   };
 

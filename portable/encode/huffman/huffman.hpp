@@ -332,12 +332,14 @@ template <class ExecSpace>
 struct DeviceCodebook {
   using memory_space = typename ExecSpace::memory_space;
 
-  // Throws as table_image.
-  explicit DeviceCodebook(const Codebook& book) : DeviceCodebook(table_image(book), ExecSpace()) {}
-  // The same, the tables copied on `space` (waits for that instance only),
-  // into `room` when it holds room_words(book.nsym()) words (a workspace
-  // buffer the caller keeps alive while the codebook is used), else into a
-  // fresh allocation.
+  // Throws as table_image. Ready for any instance when this returns.
+  explicit DeviceCodebook(const Codebook& book) : DeviceCodebook(table_image(book), ExecSpace()) {
+    ExecSpace().fence();
+  }
+  // The same, the tables copied on `space` (ready for kernels queued after
+  // them there; nothing waits), into `room` when it holds
+  // room_words(book.nsym()) words (a workspace buffer the caller keeps alive
+  // while the codebook is used), else into a fresh allocation.
   DeviceCodebook(const Codebook& book, const ExecSpace& space, Kokkos::View<std::uint32_t*, memory_space> room = {})
       : DeviceCodebook(table_image(book), space, room) {}
   DeviceCodebook(const TableImage& tables, const ExecSpace& space,
@@ -473,8 +475,10 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const TableImage& t, const ExecSpace& 
                                    need);
   const Kokkos::View<const std::uint32_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
       t.words.data(), total);
+  // The caller may free t once this returns, with no fence: a copy from
+  // pageable host memory returns once the bytes are staged (CUDA), and host
+  // spaces copy at once; kernels queued after it on space see the tables.
   Kokkos::deep_copy(space, Kokkos::subview(d, std::make_pair(std::size_t(0), total)), h);
-  space.fence();  // the caller may free t once this returns
   m_storage = d;
   if (scratch)
     m_scratch = Kokkos::View<unsigned long long*, memory_space>(

@@ -30,8 +30,8 @@
 #include "portable/encode/huffman/narrow.hpp"
 #include "portable/histogram/histogram.hpp"
 #include "portable/quantize/outliers.hpp"
-#include "portable/simd/bits.hpp"
 #include "portable/quantize/prequant.hpp"
+#include "portable/simd/bits.hpp"
 
 namespace ksz::spline {
 
@@ -1192,6 +1192,18 @@ struct Profile {
   std::uint64_t samples[3] = {0, 0, 0};
 };
 
+// The unit the profile counts errors in: the pipeline's absolute bound (the
+// user's, or under REL the user's times the value range), else its
+// quantization step. From the value range's extremes as finite_minmax leaves
+// them (mn > mx: no finite value), so that the device can work it out from
+// where that reduction put them: the same IEEE operations as on the host.
+KOKKOS_INLINE_FUNCTION double profile_unit(double mn, double mx, bool rel, double bound) {
+  const bool any = mn <= mx;
+  if (!any) mn = mx = 0;
+  const double abs_bound = rel ? bound * (mx - mn) : bound;
+  return abs_bound > 0 ? abs_bound : quantize::quant_step(abs_bound, any, mx);
+}
+
 // The profile's six sums (per dimension, both cubic splines) in one
 // reduction over the three dimensions' samples laid end to end: one kernel
 // and one copy back instead of three. Integer sums: the same on every
@@ -1208,6 +1220,12 @@ struct ProfileSums {
   Kokkos::View<const T*, Mem> in;
   Shape sh;
   double inv_unit = 1;
+  // Or, on GPUs, the unit from the value range where the device left it
+  // (range[0], range[1]: finite_minmax's extremes), so the profile runs
+  // behind the range's kernel without a round trip to the host.
+  const double* range = nullptr;
+  bool rel = false;
+  double bound = 0;
   std::uint64_t cnt[3][3] = {};  // [dimension profiled][sample count per dimension]
   std::uint64_t start[4] = {};   // where each dimension's samples begin
 
@@ -1223,8 +1241,9 @@ struct ProfileSums {
     const double a = in(i - 3 * ms), b = in(i - ms), cc = in(i + ms), e = in(i + 3 * ms), x = in(i);
     const double p1 = mul_rn(add_rn(mul_rn(9.0, add_rn(b, cc)), -add_rn(a, e)), 1.0 / 16.0);
     const double p2 = mul_rn(add_rn(mul_rn(23.0, add_rn(b, cc)), mul_rn(-3.0, add_rn(a, e))), 1.0 / 40.0);
-    const double f1 = ::fabs(mul_rn(add_rn(x, -p1), inv_unit));
-    const double f2 = ::fabs(mul_rn(add_rn(x, -p2), inv_unit));
+    const double iu = range ? 1.0 / profile_unit(range[0], range[1], rel, bound) : inv_unit;
+    const double f1 = ::fabs(mul_rn(add_rn(x, -p1), iu));
+    const double f2 = ::fabs(mul_rn(add_rn(x, -p2), iu));
     // NaN and huge errors count as the cap: fill values must not decide.
     acc[2 * d] += f1 < 1024.0 ? static_cast<std::uint64_t>(f1) : 1024u;
     acc[2 * d + 1] += f2 < 1024.0 ? static_cast<std::uint64_t>(f2) : 1024u;
@@ -1240,15 +1259,15 @@ struct ProfileSums {
   }
 };
 
-template <class ExecSpace, class T>
-Profile profile(const ExecSpace& space, const Shape& shape, double unit,
-                Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
-  using Sums = ProfileSums<typename ExecSpace::memory_space, T>;
-  Profile prof;
+// The profile's samples planned (prof.samples, the functor's counts), then
+// its six sums reduced into `sums` (a view of 6 words; a device view keeps
+// the reduction asynchronous) by profile_sums; profile_errors puts them in.
+template <class Mem, class T>
+ProfileSums<Mem, T> plan_profile(const Shape& shape, Kokkos::View<const T*, Mem> in, Profile& prof) {
+  using Sums = ProfileSums<Mem, T>;
   Sums f;
   f.in = in;
   f.sh = shape;
-  f.inv_unit = 1.0 / unit;
   // The samples are sector-bound gathers (five rows a sample along y and z):
   // 0.11 ms at 512^3 with every 5th point, 1.07M samples a dimension, where
   // a quarter of a million decide as well. Fields up to about 2^24 elements
@@ -1269,15 +1288,39 @@ Profile profile(const ExecSpace& space, const Shape& shape, double unit,
     return most;
   };
   while (plan(f.step) > Sums::kMaxSamples) f.step *= 2;
-  std::uint64_t sums[Sums::kValues] = {};
+  return f;
+}
+
+template <class ExecSpace, class T, class SumsView>
+void profile_sums(const ExecSpace& space, const ProfileSums<typename ExecSpace::memory_space, T>& f,
+                  const SumsView& sums) {
   if (f.start[3] > 0)
-    Kokkos::parallel_reduce(
-        "ksz::spline::profile", Kokkos::RangePolicy<ExecSpace>(space, 0, f.start[3]), f,
-        Kokkos::View<std::uint64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(sums, Sums::kValues));
+    Kokkos::parallel_reduce("ksz::spline::profile", Kokkos::RangePolicy<ExecSpace>(space, 0, f.start[3]), f, sums);
+  else  // no samples (every dimension shorter than 7)
+    Kokkos::deep_copy(space, sums, std::uint64_t(0));
+}
+
+inline void profile_errors(const std::uint64_t* sums, Profile& prof) {
   for (int d = 0; d < 3; ++d) {
     prof.err[d][0] = sums[2 * d];
     prof.err[d][1] = sums[2 * d + 1];
   }
+}
+
+// The profile with errors in units of `unit`, on the host when it returns.
+template <class ExecSpace, class T>
+Profile profile(const ExecSpace& space, const Shape& shape, double unit,
+                Kokkos::View<const T*, typename ExecSpace::memory_space> in) {
+  Profile prof;
+  auto f = plan_profile(shape, in, prof);
+  f.inv_unit = 1.0 / unit;
+  std::uint64_t sums[ProfileSums<typename ExecSpace::memory_space, T>::kValues] = {};
+  if (f.start[3] > 0)
+    profile_sums<ExecSpace, T>(
+        space, f,
+        Kokkos::View<std::uint64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(sums, f.kValues));
+  space.fence();
+  profile_errors(sums, prof);
   return prof;
 }
 
