@@ -32,25 +32,48 @@ inline spline::Shape spline_shape(const Dims& dims) {
   return spline::make_shape(s.n[0], s.n[1], s.n[2]);
 }
 
-// The spline-kind trial (spline::plan_sample): the tuned cubic configuration
-// against an all-linear one on a sample; cfg keeps the cheaper.
+// The spline-kind trial's sample (spline::plan_sample): the whole field up to
+// kTrialWhole elements, else whole boxes gathered one after the other. It
+// depends on no tuned choice, so its gather is queued with the profile.
+template <class Mem, class T>
+struct TrialSample {
+  Kokkos::View<const T*, Mem> values;
+  spline::Shape box;          // predicted independently,
+  std::uint64_t boxes = 1;    // `boxes` of them one after the other
+};
+
+template <class ExecSpace, class T>
+TrialSample<typename ExecSpace::memory_space, T> trial_sample(
+    const ExecSpace& space, const spline::Shape& sh, int rank,
+    Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+    typename Workspace<typename ExecSpace::memory_space>::Lease& ws) {
+  using Mem = typename ExecSpace::memory_space;
+  using WS = Workspace<Mem>;
+  TrialSample<Mem, T> smp{in, sh, 1};
+  if (sh.count() > spline::kTrialWhole) {
+    const spline::Sample plan = spline::plan_sample(sh, rank);
+    smp.box = spline::make_shape(plan.box[0], plan.box[1], plan.box[2]);
+    smp.boxes = plan.boxes;
+    const Kokkos::View<T*, Mem> g = ws.template get<T>(WS::kTrialSample, plan.shape.count(), "ksz::spline::sample");
+    spline::gather_sample<ExecSpace, T>(space, sh, plan, in, g);
+    smp.values = g;
+  }
+  return smp;
+}
+
+// The spline-kind trial: the tuned cubic configuration against an all-linear
+// one on the sample; cfg keeps the cheaper.
 // `queue` runs once the trial's kernels are queued, before their histograms
 // are fetched: work for the device while the host waits and weighs them.
 template <class ExecSpace, class T, class Queue>
-void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int rank, const double* steps, double bound,
-                        Kokkos::View<const T*, typename ExecSpace::memory_space> in, spline::Config& cfg,
+void choose_spline_kind(const ExecSpace& space, const TrialSample<typename ExecSpace::memory_space, T>& smp,
+                        const double* steps, double bound, spline::Config& cfg,
                         typename Workspace<typename ExecSpace::memory_space>::Lease& ws, const Queue& queue) {
   using Mem = typename ExecSpace::memory_space;
   using WS = Workspace<Mem>;
-  Kokkos::View<const T*, Mem> sample = in;
-  spline::Shape box = sh;  // predicted independently, `boxes` of them one after the other
-  std::uint64_t boxes = 1;
-  const bool sampled = sh.count() > spline::kTrialWhole;
-  const spline::Sample plan = sampled ? spline::plan_sample(sh, rank) : spline::Sample{};
-  if (sampled) {
-    box = spline::make_shape(plan.box[0], plan.box[1], plan.box[2]);
-    boxes = plan.boxes;
-  }
+  const Kokkos::View<const T*, Mem> sample = smp.values;
+  const spline::Shape& box = smp.box;
+  const std::uint64_t boxes = smp.boxes;
   const std::uint64_t ns = box.count() * boxes;
   // Both configurations (tuned, all-linear) at once: same passes, other splines.
   spline::Config lin = cfg;
@@ -77,16 +100,11 @@ void choose_spline_kind(const ExecSpace& space, const spline::Shape& sh, int ran
   }
   const Kokkos::View<spline::Pass*, Mem> passes =
       ws.template get<spline::Pass>(WS::kTrialPasses, host_passes.size(), "ksz::spline::trial_passes");
-  // The pass table's copy (from pageable memory: it waits for the stream)
-  // before the sample's gather is queued, so it waits for nothing.
+  // The pass table's copy (from pageable memory: it waits for the stream,
+  // idle here: the sample's gather went before the profile's fetch).
   Kokkos::deep_copy(space, passes,
                     Kokkos::View<const spline::Pass*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
                         host_passes.data(), host_passes.size()));
-  if (sampled) {
-    const Kokkos::View<T*, Mem> g = ws.template get<T>(WS::kTrialSample, plan.shape.count(), "ksz::spline::sample");
-    spline::gather_sample<ExecSpace, T>(space, sh, plan, in, g);
-    sample = g;
-  }
   const Kokkos::View<T*, Mem> rec = ws.template get<T>(WS::kTrialRec, 2 * ns, "ksz::spline::trial_rec");
   const Kokkos::View<std::uint16_t*, Mem> codes =
       ws.template get<std::uint16_t>(WS::kTrialCodes, 2 * ns, "ksz::spline::trial_codes");
@@ -124,11 +142,12 @@ namespace impl {
 // The profile's kernel is queued behind the range's and takes its unit from
 // the extremes that kernel leaves in device memory (spline::profile_unit);
 // one copy brings both back. False (nothing done) elsewhere.
-template <class ExecSpace, class T>
+// `queue` runs before the fetch (the trial's sample).
+template <class ExecSpace, class T, class Queue>
 bool range_and_profile(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
                        const spline::Shape& sh, bool rel, double bound,
                        typename Workspace<typename ExecSpace::memory_space>::Lease& ws, Range& range,
-                       spline::Profile& prof) {
+                       spline::Profile& prof, const Queue& queue) {
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     using Mem = typename ExecSpace::memory_space;
@@ -143,6 +162,7 @@ bool range_and_profile(const ExecSpace& space, Kokkos::View<const T*, typename E
     const Kokkos::View<std::uint64_t*, Mem> sums =
         ws.template get<std::uint64_t>(WS::kScalar, f.kValues, "ksz::spline::profile_sums");
     spline::profile_sums<ExecSpace, T>(space, f, sums);
+    queue();
     const std::vector<std::uint64_t> h = fetch_words(
         space, {Kokkos::View<const std::uint64_t*, Mem>(reinterpret_cast<const std::uint64_t*>(buf.data()), 2), sums});
     double mn, mx;
@@ -157,7 +177,7 @@ bool range_and_profile(const ExecSpace& space, Kokkos::View<const T*, typename E
     return true;
   }
 #endif
-  (void)space, (void)in, (void)sh, (void)rel, (void)bound, (void)ws, (void)range, (void)prof;
+  (void)space, (void)in, (void)sh, (void)rel, (void)bound, (void)ws, (void)range, (void)prof, (void)queue;
   return false;
 }
 }  // namespace impl
@@ -179,7 +199,10 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const spline::Shape sh = spline_shape(dims);
   Range range;
   spline::Profile prof;
-  const bool profiled = range_and_profile<ExecSpace, T>(space, in, sh, rel, opt.bound, ws, range, prof);
+  const Shape3 s3 = effective_shape(dims);
+  TrialSample<Mem, T> smp;
+  const auto sample = [&] { smp = trial_sample<ExecSpace, T>(space, sh, s3.rank, in, ws); };
+  const bool profiled = range_and_profile<ExecSpace, T>(space, in, sh, rel, opt.bound, ws, range, prof, sample);
   if (!profiled) range = value_range<ExecSpace, T>(space, in);
   double abs_bound = opt.bound;
   if (rel) abs_bound = opt.bound * (range.max - range.min);
@@ -188,10 +211,12 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // from the extremes alone where the device worked it out.
   const double unit = spline::profile_unit(range.min, range.max, rel, opt.bound);
   KSZ_EXPECTS(unit == (abs_bound > 0 ? abs_bound : qp.step), "internal: profile unit ", unit, " is not the bound's");
-  if (!profiled) prof = spline::profile<ExecSpace, T>(space, sh, unit, in);
+  if (!profiled) {
+    prof = spline::profile<ExecSpace, T>(space, sh, unit, in);
+    sample();
+  }
   timer.mark("value range+profile");
 
-  const Shape3 s3 = effective_shape(dims);
   spline::Config cfg;
   cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
   // Eq. 1 takes the bound relative to the value range, whatever the mode.
@@ -235,7 +260,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const std::uint64_t coarsest = std::uint64_t(1) << (L - 1);
   const bool guess = kFineInTiles<ExecSpace> && L >= 2;  // the traversal's last pass is never a guess
   const spline::Config tuned = cfg;
-  choose_spline_kind<ExecSpace, T>(space, sh, s3.rank, steps, qp.bound, in, cfg, ws, [&] {
+  choose_spline_kind<ExecSpace, T>(space, smp, steps, qp.bound, cfg, ws, [&] {
     spline::traverse(sh, tuned, steps, qp.bound, anchor_body, [&](const spline::Pass& p) {
       if (guess && p.s == coarsest) pass_body(p);
     });
@@ -252,23 +277,26 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
       [&](const spline::Pass& p) {
         if (!(guess && kept && p.s == coarsest)) pass_body(p);
       });
-  timer.mark("predict+quantize");
+  // With the automatic radius, the wide histogram and (on CUDA, in the same
+  // pass) each compaction block's magnitude classes, from which the outlier
+  // counts at the chosen radius follow without another read of the codes;
+  // queued behind the passes, in their stage.
+  const std::uint64_t nblocks = (n + outliers::kCompactBlock - 1) / outliers::kCompactBlock;
+  Kokkos::View<std::uint32_t*, Mem> classes;
+  Kokkos::View<std::uint64_t*, Mem> wide;
+  bool classed = false;
+  if (auto_radius) {
+    wide = ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
+    classes = ws.template get<std::uint32_t>(WS::kCodeClasses, nblocks * histogram::kCodeClasses, "ksz::code_classes");
+    classed = histogram::histogram_classes<ExecSpace>(space, codes, wide, coded_radius, classes);
+    warm_codebook_thread<Mem>(n);  // through the passes' end: polls, hot, until the codebook is posted below
+  }
+  timer.mark(auto_radius ? "predict+quantize+histogram" : "predict+quantize");
   std::uint32_t radius = coded_radius;
   std::vector<std::uint64_t> hist;  // the final codes' histogram, when known here
   std::future<huffman::HostCodebook> book_task;  // its codebook
   std::uint64_t n_verbatim = 0;     // counted by the passes
-  // With the automatic radius, the wide histogram and (on CUDA, in the same
-  // pass) each compaction block's magnitude classes, from which the outlier
-  // counts at the chosen radius follow without another read of the codes.
-  const std::uint64_t nblocks = (n + outliers::kCompactBlock - 1) / outliers::kCompactBlock;
-  Kokkos::View<std::uint32_t*, Mem> classes;
-  bool classed = false;
   if (auto_radius) {
-    const Kokkos::View<std::uint64_t*, Mem> wide =
-        ws.template get<std::uint64_t>(WS::kHistogram, 2 * coded_radius, "ksz::hist");  // zeroed by histogram()
-    classes = ws.template get<std::uint32_t>(WS::kCodeClasses, nblocks * histogram::kCodeClasses, "ksz::code_classes");
-    classed = histogram::histogram_classes<ExecSpace>(space, codes, wide, coded_radius, classes);
-    warm_codebook_thread<Mem>(n);  // through the classes pass: polls, hot, until the codebook is posted below
     const std::vector<std::uint64_t> h = fetch_words(space, {wide, word(1)});
     n_verbatim = h.back();
     radius = spline::choose_radius(spline::spread_from_histogram(h.data(), n_verbatim), index_width(n));
