@@ -267,6 +267,27 @@ TEST(HuffmanCodebook, SymbolOrderMatchesPlainSort) {
   }
 }
 
+// A compressor's table image (encode_image) is the full image's encoder
+// table, word for word, with its counts.
+TEST(HuffmanCodebook, EncodeImageIsTheFullImagesEncoderPart) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::size_t nsym = 1 + rng() % (trial < 20 ? 40 : 5000);
+    std::vector<u64> h(nsym);
+    for (auto& x : h) x = rng() % 3 == 0 ? 0 : 1 + ((rng() >> 8) >> (rng() % 50));
+    if (trial % 7 == 0) h = fibonacci_hist(nsym < 64 ? 64 : nsym, 40);  // lengths limited to 24
+    const Codebook b = ksz::huffman::build_codebook(h.data(), h.size());
+    const ksz::huffman::TableImage full = ksz::huffman::table_image(b), enc = ksz::huffman::encode_image(b);
+    EXPECT_TRUE(full.decodable);
+    EXPECT_FALSE(enc.decodable);
+    ASSERT_EQ(enc.words.size(), b.nsym()) << "trial " << trial;
+    EXPECT_TRUE(std::equal(enc.words.begin(), enc.words.end(), full.words.begin())) << "trial " << trial;
+    EXPECT_EQ(enc.nsym, full.nsym);
+    EXPECT_EQ(enc.n_used, full.n_used);
+    EXPECT_EQ(enc.max_length, full.max_length);
+  }
+}
+
 TEST(HuffmanCodebook, FibonacciHistogramRespectsLimit) {
   for (const std::size_t nfib : {25, 26, 30, 45, 60}) {  // fib(60) ~ 2^40
     const std::vector<u64> h = fibonacci_hist(1024, nfib);

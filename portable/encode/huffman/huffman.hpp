@@ -301,8 +301,10 @@ struct TableImage {
   std::size_t nsym = 0, n_used = 0;  // symbols, and those with a code
   int max_length = 0;
   // In 32-bit words: enc[nsym] | limit[kL+1] | first[kL+1] | offset[kL+1] |
-  // lut[2^kLutBits] | symbols (u16, packed), kL = kMaxCodeLength.
+  // lut[2^kLutBits] | symbols (u16, packed), kL = kMaxCodeLength; an
+  // encoder's image (encode_image) stops after enc.
   std::vector<std::uint32_t> words;
+  bool decodable = true;
   std::size_t o_limit() const { return nsym; }
   std::size_t o_first() const { return o_limit() + kMaxCodeLength + 1; }
   std::size_t o_offset() const { return o_first() + kMaxCodeLength + 1; }
@@ -311,19 +313,21 @@ struct TableImage {
 };
 // Throws ksz::InvalidInput unless book has 1..kMaxSymbols symbols, lengths
 // <= kMaxCodeLength forming a prefix code, and the canonical codes of them.
-// `built`: the book is build_codebook's, canonical by construction, so its
-// codes are not derived again to be compared (15 us of host time at 4,096
-// symbols on the H200 hosts); the other checks stay.
-inline TableImage table_image(const Codebook& book, bool built = false);
+inline TableImage table_image(const Codebook& book);
+// The encoder's part alone (enc), of a book build_codebook made (canonical,
+// a prefix code within kMaxCodeLength by construction): what a compressor
+// uploads. The decoder's tables (a 2^kLutBits lookup table among them) took
+// most of the image's host time and bytes.
+inline TableImage encode_image(const Codebook& book);
 
-// A codebook built from a histogram, with its table image.
+// A codebook built from a histogram, with its encoder's table image.
 struct HostCodebook {
   Codebook book;
   TableImage tables;
 };
 inline HostCodebook host_codebook(const std::uint64_t* hist, std::size_t nsym) {
   HostCodebook c{build_codebook(hist, nsym), {}};
-  c.tables = table_image(c.book, true);
+  c.tables = encode_image(c.book);
   return c;
 }
 
@@ -404,7 +408,25 @@ struct Runs {
   }
 };
 
-inline TableImage table_image(const Codebook& book, const bool built) {
+inline TableImage encode_image(const Codebook& book) {
+  const std::size_t nsym = book.nsym();
+  KSZ_EXPECTS(nsym >= 1 && nsym <= kMaxSymbols && book.codes.size() == nsym, "huffman: codebook of ", nsym,
+              " symbols and ", book.codes.size(), " codes");
+  TableImage t;
+  t.nsym = nsym;
+  t.decodable = false;
+  t.words.resize(nsym);
+  for (std::size_t s = 0; s < nsym; ++s) {
+    const int l = book.lengths[s];
+    KSZ_EXPECTS(l <= kMaxCodeLength, "huffman: code length ", l, " exceeds ", kMaxCodeLength);
+    t.words[s] = l ? (std::uint32_t(l) << 24) | book.codes[s] : 0u;
+    t.n_used += l ? 1 : 0;
+    t.max_length = l > t.max_length ? l : t.max_length;
+  }
+  return t;
+}
+
+inline TableImage table_image(const Codebook& book) {
   const std::size_t nsym = book.nsym();
   KSZ_EXPECTS(nsym >= 1 && nsym <= kMaxSymbols, "huffman: codebook size ", nsym,
               " is outside [1, ", kMaxSymbols, "]");
@@ -423,7 +445,7 @@ inline TableImage table_image(const Codebook& book, const bool built) {
     if (l > t.max_length) t.max_length = l;
   }
   KSZ_EXPECTS(kraft <= (std::uint64_t(1) << kMaxCodeLength), "huffman: lengths are no prefix code");
-  KSZ_EXPECTS(built || impl::canonical_codes(book.lengths) == book.codes, "huffman: codes are not canonical");
+  KSZ_EXPECTS(impl::canonical_codes(book.lengths) == book.codes, "huffman: codes are not canonical");
   t.nsym = nsym;
 
   constexpr int kL = kMaxCodeLength;
@@ -465,7 +487,7 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const TableImage& t, const ExecSpace& 
   m_nsym = t.nsym;
   m_max_length = t.max_length;
   const std::size_t total = t.words.size();
-  constexpr bool scratch = !std::is_same<memory_space, Kokkos::HostSpace>::value;
+  const bool scratch = t.decodable && !std::is_same<memory_space, Kokkos::HostSpace>::value;
   const std::size_t o_scratch = (total + 1) & ~std::size_t(1);  // 8-byte aligned
   const std::size_t need = scratch ? o_scratch + 2 * (std::size_t(1) << kLutBits) : total;
   const Kokkos::View<std::uint32_t*, memory_space> d =
@@ -485,6 +507,7 @@ DeviceCodebook<ExecSpace>::DeviceCodebook(const TableImage& t, const ExecSpace& 
         reinterpret_cast<unsigned long long*>(d.data() + o_scratch), std::size_t(1) << kLutBits);
   const std::uint32_t* dp = d.data();
   m_enc = Kokkos::View<const std::uint32_t*, memory_space>(dp, t.nsym);
+  if (!t.decodable) return;  // an encoder's: no decode tables
   m_dec.limit = Kokkos::View<const std::uint32_t*, memory_space>(dp + t.o_limit(), kL + 1);
   m_dec.first = Kokkos::View<const std::uint32_t*, memory_space>(dp + t.o_first(), kL + 1);
   m_dec.offset = Kokkos::View<const std::uint32_t*, memory_space>(dp + t.o_offset(), kL + 1);
