@@ -34,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <memory>
 
 #include "portable/encode/huffman/narrow.hpp"
 #include "portable/quantize/prequant.hpp"
@@ -90,7 +91,7 @@ class PendingCopy {
 
  private:
   struct State;
-  State* m_state = nullptr;
+  std::unique_ptr<State> m_state;
 };
 
 // Min and max of the finite values; any_finite false (and mn > mx) when none.

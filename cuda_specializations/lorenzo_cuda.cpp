@@ -1085,19 +1085,17 @@ struct PendingCopy::State {
 
 PendingCopy::PendingCopy() = default;
 PendingCopy::~PendingCopy() {
-  if (!m_state) return;
-  if (m_state->done) {
+  if (m_state && m_state->done) {
     cudaEventSynchronize(m_state->done);  // the copy must not land in a slot handed to another call
     cudaEventDestroy(m_state->done);
   }
-  delete m_state;
 }
 
 bool PendingCopy::start(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts) {
   std::size_t total = 0;
   for (int k = 0; k < parts; ++k) total += bytes[k];
   if (!enabled() || total > HostResult::kBytes || m_state) return false;
-  m_state = new State;
+  m_state = std::make_unique<State>();
   m_state->total = total;
   cudaStream_t st = space.cuda_stream();
   std::size_t at = 0;

@@ -25,9 +25,11 @@ CONFIG_KEYS = ("pipeline", "data", "dtype", "dims", "mode", "bound")
 TOTALS = ("TOTAL kernels", "TOTAL end-to-end")
 # Pipeline order of known stage names, for inputs that lost it (older JSON kept them sorted).
 STAGE_ORDER = {
-    "compress": ["value range", "auto-tune", "block plan", "prequantize", "predict+quantize",
-                 "prequant+predict+histogram (fused)", "histogram", "outliers+codebook", "codebook", "huffman encode", "offsets",
-                 "block encode", "outliers", "lossless pass", "gather+container"],
+    "compress": ["value range", "value range+profile", "auto-tune", "auto-tune+anchors",
+                 "auto-tune+anchors+coarsest level", "block plan", "prequantize", "predict+quantize",
+                 "predict+quantize+histogram", "prequant+predict+histogram (fused)", "histogram", "radius choice",
+                 "outliers+codebook", "codebook", "huffman encode", "offsets", "block encode", "outliers",
+                 "lossless pass", "gather+container"],
     "decompress": ["lossless decode", "copy to device", "huffman decode", "offsets", "block decode", "outliers",
                    "lorenzo inverse+dequantize", "interp inverse"]}
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "portable/predict/spline/spline.hpp"
@@ -135,9 +136,7 @@ void choose_spline_kind(const ExecSpace& space, const TrialSample<typename ExecS
   const std::vector<std::uint64_t> h = fetch.wait();
   if (spline::trial_bits(h.data() + nbins, nbins) < spline::trial_bits(h.data(), nbins)) cfg = lin;
 }
-}  // namespace impl
 
-namespace impl {
 // On CUDA: the value range and the auto-tune's profile in one round trip.
 // The profile's kernel is queued behind the range's and takes its unit from
 // the extremes that kernel leaves in device memory (spline::profile_unit);
@@ -232,14 +231,14 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const Kokkos::View<T*, Mem> rec = ws.template get<T>(WS::kInterpRec, n, "ksz::reconstructed");
   // Residuals of the code-0 positions only (sparse: never initialized).
   const Kokkos::View<std::int32_t*, Mem> qv = ws.template get<std::int32_t>(WS::kInterpResiduals, n, "ksz::residuals");
-  // The passes' verbatim count: the workspace's second counter, zeroed here.
+  // The passes' verbatim count: the workspace's second counter, zeroed
+  // before the anchors are coded.
   const Kokkos::View<std::uint64_t*, Mem> counters =
       ws.template get<std::uint64_t>(WS::kCounters, kInterpCounters, "ksz::interp::counters");
   // Counter k as a kernel's scalar, and as a one-word view for fetch_words.
   const auto scalar = [&counters](std::size_t k) { return Kokkos::View<std::uint64_t, Mem>(counters.data() + k); };
   const auto word = [&counters](std::size_t k) { return Kokkos::subview(counters, std::make_pair(k, k + 1)); };
   const Kokkos::View<std::uint64_t, Mem> nverb = scalar(1);
-  Kokkos::deep_copy(space, nverb, std::uint64_t(0));
   // Radius 0 (automatic): code with the largest candidate, then choose from
   // the code histogram (spline::choose_radius); the codes are then read
   // through a huffman::Narrow, never rewritten.
@@ -261,6 +260,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const bool guess = kFineInTiles<ExecSpace> && L >= 2;  // the traversal's last pass is never a guess
   const spline::Config tuned = cfg;
   choose_spline_kind<ExecSpace, T>(space, smp, steps, qp.bound, cfg, ws, [&] {
+    Kokkos::deep_copy(space, nverb, std::uint64_t(0));  // after the trial's launches: they wait for nothing
     spline::traverse(sh, tuned, steps, qp.bound, anchor_body, [&](const spline::Pass& p) {
       if (guess && p.s == coarsest) pass_body(p);
     });
@@ -291,13 +291,17 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     classed = histogram::histogram_classes<ExecSpace>(space, codes, wide, coded_radius, classes);
     warm_codebook_thread<Mem>(n);  // through the passes' end: polls, hot, until the codebook is posted below
   }
+  // The histogram's copy queued behind it: the stage's fence below covers it,
+  // and no second round trip follows.
+  WordsFetch<ExecSpace> counted(space, auto_radius ? typename WordsFetch<ExecSpace>::Parts{wide, word(1)}
+                                                   : typename WordsFetch<ExecSpace>::Parts{word(1)});
   timer.mark(auto_radius ? "predict+quantize+histogram" : "predict+quantize");
   std::uint32_t radius = coded_radius;
   std::vector<std::uint64_t> hist;  // the final codes' histogram, when known here
   std::future<huffman::HostCodebook> book_task;  // its codebook
   std::uint64_t n_verbatim = 0;     // counted by the passes
   if (auto_radius) {
-    const std::vector<std::uint64_t> h = fetch_words(space, {wide, word(1)});
+    const std::vector<std::uint64_t> h = counted.wait();
     n_verbatim = h.back();
     radius = spline::choose_radius(spline::spread_from_histogram(h.data(), n_verbatim), index_width(n));
     hist = spline::narrow_histogram(h.data(), radius);
@@ -307,7 +311,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     book_task = codebook_async<Mem>(hist.data(), 2 * radius);
     timer.mark("radius choice");
   } else {
-    n_verbatim = fetch_words(space, {word(1)})[0];
+    n_verbatim = counted.wait()[0];
   }
 
   // Outlier and verbatim lists: the code-0 positions at the chosen radius
@@ -375,7 +379,11 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // queued now and nothing waits for it before the codebook's tables and the
   // encoder are queued (on the H200 hosts a round trip here held the encoder
   // back 10-15 us after the codebook was in).
-  WordsFetch<ExecSpace> counts(space, {Kokkos::subview(zero_counts, std::make_pair(nblocks, nblocks + 1)), word(2)});
+  const bool check_counts = !hist.empty() || n_verbatim > 0;
+  std::optional<WordsFetch<ExecSpace>> counts;
+  if (check_counts)
+    counts.emplace(space, typename WordsFetch<ExecSpace>::Parts{
+                              Kokkos::subview(zero_counts, std::make_pair(nblocks, nblocks + 1)), word(2)});
   huffman::HostCodebook book;
   if (book_task.valid()) book = codebook_result<Mem>(book_task);
   timer.mark(hist.empty() ? "outliers" : "outliers+codebook");
@@ -387,8 +395,8 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
                                       timer, report, hist.empty() ? nullptr : hist.data(), &ws,
                                       hist.empty() ? nullptr : &book, narrow);
 
-  if (!hist.empty() || n_verbatim > 0) {
-    const auto c = counts.wait();
+  if (check_counts) {
+    const auto c = counts->wait();
     KSZ_EXPECTS(c[0] == n_zero, "internal: ", c[0], " code-0 positions counted, ", n_zero, " listed");
     KSZ_EXPECTS(n_verbatim == 0 || c[1] == n_verbatim, "internal: ", c[1],
                 " verbatim elements listed, the passes counted ", n_verbatim);

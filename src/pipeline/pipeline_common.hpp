@@ -244,6 +244,21 @@ std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t c
   return out;
 }
 
+// Where a list of word arrays is and how many bytes each holds, as
+// cuda_spec's copies take them.
+struct WordParts {
+  std::vector<const void*> src;
+  std::vector<std::size_t> bytes;
+  template <class Parts>
+  explicit WordParts(const Parts& parts) {
+    for (const auto& p : parts) {
+      src.push_back(p.data());
+      bytes.push_back(p.extent(0) * sizeof(std::uint64_t));
+    }
+  }
+  int count() const { return static_cast<int>(src.size()); }
+};
+
 // The device arrays `parts`, one after the other, as host words once space's
 // work so far is done: on CUDA one synchronization through a pinned slot
 // (cuda_spec::copy_to_host; a pageable copy a part took 20-40 us more at a
@@ -257,14 +272,8 @@ std::vector<std::uint64_t> fetch_words(
   std::vector<std::uint64_t> out(total);
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    std::vector<const void*> src;
-    std::vector<std::size_t> bytes;
-    for (const auto& p : parts) {
-      src.push_back(p.data());
-      bytes.push_back(p.extent(0) * sizeof(std::uint64_t));
-    }
-    if (cuda_spec::copy_to_host(space, src.data(), bytes.data(), static_cast<int>(src.size()), out.data()))
-      return out;
+    const WordParts w(parts);
+    if (cuda_spec::copy_to_host(space, w.src.data(), w.bytes.data(), w.count(), out.data())) return out;
   }
 #endif
   std::size_t at = 0;
@@ -289,14 +298,9 @@ class WordsFetch {
   WordsFetch(const ExecSpace& space, Parts parts) {
 #if defined(KSZ_HAVE_CUDA)
     if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-      std::vector<const void*> src;
-      std::vector<std::size_t> bytes;
-      for (const auto& p : parts) {
-        src.push_back(p.data());
-        bytes.push_back(p.extent(0) * sizeof(std::uint64_t));
-        m_words.resize(m_words.size() + p.extent(0));
-      }
-      if (m_copy.start(space, src.data(), bytes.data(), static_cast<int>(src.size()))) {
+      const WordParts w(parts);
+      for (const auto& p : parts) m_words.resize(m_words.size() + p.extent(0));
+      if (m_copy.start(space, w.src.data(), w.bytes.data(), w.count())) {
         m_pending = true;
         return;
       }

@@ -410,8 +410,10 @@ struct Runs {
 
 inline TableImage encode_image(const Codebook& book) {
   const std::size_t nsym = book.nsym();
-  KSZ_EXPECTS(nsym >= 1 && nsym <= kMaxSymbols && book.codes.size() == nsym, "huffman: codebook of ", nsym,
-              " symbols and ", book.codes.size(), " codes");
+  KSZ_EXPECTS(nsym >= 1 && nsym <= kMaxSymbols, "huffman: codebook size ", nsym, " is outside [1, ", kMaxSymbols,
+              "]");
+  KSZ_EXPECTS(book.codes.size() == nsym, "huffman: codebook has ", book.codes.size(), " codes for ", nsym,
+              " lengths");
   TableImage t;
   t.nsym = nsym;
   t.decodable = false;
@@ -427,32 +429,23 @@ inline TableImage encode_image(const Codebook& book) {
 }
 
 inline TableImage table_image(const Codebook& book) {
-  const std::size_t nsym = book.nsym();
-  KSZ_EXPECTS(nsym >= 1 && nsym <= kMaxSymbols, "huffman: codebook size ", nsym,
-              " is outside [1, ", kMaxSymbols, "]");
-  KSZ_EXPECTS(book.codes.size() == nsym, "huffman: codebook has ", book.codes.size(),
-              " codes for ", nsym, " lengths");
-  TableImage t;
+  TableImage t = encode_image(book);  // sizes and lengths checked; enc, n_used, max_length
+  const std::size_t nsym = t.nsym;
   std::uint32_t count[kMaxCodeLength + 1] = {};
   std::uint64_t kraft = 0;
   for (std::size_t s = 0; s < nsym; ++s) {
     const int l = book.lengths[s];
-    KSZ_EXPECTS(l <= kMaxCodeLength, "huffman: code length ", l, " exceeds ", kMaxCodeLength);
     if (l == 0) continue;
     ++count[l];
-    ++t.n_used;
     kraft += std::uint64_t(1) << (kMaxCodeLength - l);
-    if (l > t.max_length) t.max_length = l;
   }
   KSZ_EXPECTS(kraft <= (std::uint64_t(1) << kMaxCodeLength), "huffman: lengths are no prefix code");
   KSZ_EXPECTS(impl::canonical_codes(book.lengths) == book.codes, "huffman: codes are not canonical");
-  t.nsym = nsym;
 
   constexpr int kL = kMaxCodeLength;
-  t.words.assign(t.o_sym() + (t.n_used + 1) / 2, 0u);
+  t.decodable = true;
+  t.words.resize(t.o_sym() + (t.n_used + 1) / 2, 0u);  // enc stays in front
   std::uint32_t* hp = t.words.data();
-  for (std::size_t s = 0; s < nsym; ++s)
-    hp[s] = book.lengths[s] ? (std::uint32_t(book.lengths[s]) << 24) | book.codes[s] : 0u;
   std::uint32_t code = 0, index = 0;
   for (int l = 1; l <= kL; ++l) {
     code = (code + count[l - 1]) << 1;  // count[0] is 0: absent symbols take no code
