@@ -75,10 +75,10 @@ inline bool wide_codes() {
 // switched off or over the slot's size in all.
 bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts, void* dst);
 
-// copy_to_host in two halves: start() queues the copies and an event after
-// them; finish() waits for that event alone and reads the slot, so kernels
-// queued on the stream in between run while the host waits and works. The
-// slot is held from start() to finish() (or destruction).
+// copy_to_host in two halves: start() queues the copies and the slot's event
+// after them; finish() waits for that event alone and reads the slot, so
+// kernels queued on the stream in between run while the host waits and
+// works. The slot is held from start() to finish() (or destruction).
 class PendingCopy {
  public:
   PendingCopy();

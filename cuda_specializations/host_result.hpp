@@ -41,6 +41,9 @@ class HostResult {
       e = cudaMalloc(&m_slot.scratch, kScratchBytes);
       if (e != cudaSuccess) cudaFreeHost(m_slot.host);
       KSZ_EXPECTS(e == cudaSuccess, "CUDA error in cudaMalloc: ", cudaGetErrorString(e));
+      e = cudaEventCreateWithFlags(&m_slot.done, cudaEventDisableTiming);
+      if (e != cudaSuccess) cudaFreeHost(m_slot.host), cudaFree(m_slot.scratch);
+      KSZ_EXPECTS(e == cudaSuccess, "CUDA error in cudaEventCreate: ", cudaGetErrorString(e));
       std::lock_guard<std::mutex> lock(p.mutex);
       p.all.push_back(m_slot);
     }
@@ -68,6 +71,8 @@ class HostResult {
   }
   // kScratchBytes of device memory, contents undefined at the start of a call.
   void* scratch() const { return m_slot.scratch; }
+  // The slot's event (cuda_spec::PendingCopy records it after its copies).
+  cudaEvent_t event() const { return m_slot.done; }
 
   // A count kernels on stream st add to: the scratch's first word, zeroed on
   // st. read_counter() then returns it once st's work so far is done (it
@@ -90,6 +95,7 @@ class HostResult {
   struct Slot {
     void* host = nullptr;
     void* scratch = nullptr;
+    cudaEvent_t done = nullptr;
   };
   struct Pool {
     std::mutex mutex;
@@ -103,6 +109,7 @@ class HostResult {
         for (const Slot& s : q->all) {
           cudaFreeHost(s.host);
           cudaFree(s.scratch);
+          cudaEventDestroy(s.done);
         }
         q->all.clear();
         q->free.clear();

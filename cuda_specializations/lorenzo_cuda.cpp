@@ -1061,34 +1061,16 @@ bool code_histogram_classes(const Kokkos::Cuda& space, const std::uint16_t* code
   return true;
 }
 
-bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts, void* dst) {
-  std::size_t total = 0;
-  for (int k = 0; k < parts; ++k) total += bytes[k];
-  if (!enabled() || total > HostResult::kBytes) return false;
-  const HostResult slot;
-  cudaStream_t st = space.cuda_stream();
-  std::size_t at = 0;
-  for (int k = 0; k < parts; ++k) {
-    check(cudaMemcpyAsync(slot.device<char>() + at, src[k], bytes[k], cudaMemcpyDefault, st), "copy to host");
-    at += bytes[k];
-  }
-  check(cudaStreamSynchronize(st), "copy to host sync");
-  std::memcpy(dst, slot.host<char>(), total);
-  return true;
-}
-
 struct PendingCopy::State {
   HostResult slot;
-  cudaEvent_t done = nullptr;
   std::size_t total = 0;
+  bool waited = false;
 };
 
 PendingCopy::PendingCopy() = default;
 PendingCopy::~PendingCopy() {
-  if (m_state && m_state->done) {
-    cudaEventSynchronize(m_state->done);  // the copy must not land in a slot handed to another call
-    cudaEventDestroy(m_state->done);
-  }
+  // The copy must not land in a slot handed to another call.
+  if (m_state && !m_state->waited) cudaEventSynchronize(m_state->slot.event());
 }
 
 bool PendingCopy::start(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts) {
@@ -1104,15 +1086,22 @@ bool PendingCopy::start(const Kokkos::Cuda& space, const void* const* src, const
           "copy to host");
     at += bytes[k];
   }
-  check(cudaEventCreateWithFlags(&m_state->done, cudaEventDisableTiming), "copy event");
-  check(cudaEventRecord(m_state->done, st), "copy event record");
+  check(cudaEventRecord(m_state->slot.event(), st), "copy event record");
   return true;
 }
 
 void PendingCopy::finish(void* dst) {
-  KSZ_EXPECTS(m_state && m_state->done, "internal: no copy started");
-  check(cudaEventSynchronize(m_state->done), "copy to host wait");
+  KSZ_EXPECTS(m_state && !m_state->waited, "internal: no copy started");
+  check(cudaEventSynchronize(m_state->slot.event()), "copy to host wait");
+  m_state->waited = true;
   std::memcpy(dst, m_state->slot.host<char>(), m_state->total);
+}
+
+bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts, void* dst) {
+  PendingCopy copy;
+  if (!copy.start(space, src, bytes, parts)) return false;
+  copy.finish(dst);
+  return true;
 }
 
 template bool finite_minmax<float>(const Kokkos::Cuda&, const float*, std::uint64_t, double&, double&);

@@ -244,69 +244,44 @@ std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t c
   return out;
 }
 
-// Where a list of word arrays is and how many bytes each holds, as
-// cuda_spec's copies take them.
-struct WordParts {
-  std::vector<const void*> src;
-  std::vector<std::size_t> bytes;
-  template <class Parts>
-  explicit WordParts(const Parts& parts) {
-    for (const auto& p : parts) {
-      src.push_back(p.data());
-      bytes.push_back(p.extent(0) * sizeof(std::uint64_t));
-    }
-  }
-  int count() const { return static_cast<int>(src.size()); }
-};
-
-// The device arrays `parts`, one after the other, as host words once space's
-// work so far is done: on CUDA one synchronization through a pinned slot
-// (cuda_spec::copy_to_host; a pageable copy a part took 20-40 us more at a
-// stage's end on an H200), elsewhere a deep copy a part.
-template <class ExecSpace>
-std::vector<std::uint64_t> fetch_words(
-    const ExecSpace& space,
-    std::initializer_list<Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space>> parts) {
-  std::size_t total = 0;
-  for (const auto& p : parts) total += p.extent(0);
-  std::vector<std::uint64_t> out(total);
-#if defined(KSZ_HAVE_CUDA)
-  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    const WordParts w(parts);
-    if (cuda_spec::copy_to_host(space, w.src.data(), w.bytes.data(), w.count(), out.data())) return out;
-  }
-#endif
-  std::size_t at = 0;
-  for (const auto& p : parts) {
-    Kokkos::deep_copy(space, Kokkos::View<std::uint64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                 out.data() + at, p.extent(0)),
-                      p);
-    at += p.extent(0);
-  }
-  space.fence();
-  return out;
-}
-
-// fetch_words in two halves, for work to queue in between: the words once
-// the device has run what was queued before the fetch began, not what was
-// queued after it (on CUDA, cuda_spec::PendingCopy; elsewhere the fetch
-// happens at once).
+// The device arrays `parts`, one after the other, as host words once the
+// device has run what was queued on space before the fetch began, not what
+// was queued after it: the copy starts here and wait() returns the words, so
+// work queued in between runs while the host waits. On CUDA through a pinned
+// slot and its event (cuda_spec::PendingCopy; a pageable copy a part took
+// 20-40 us more at a stage's end on an H200); elsewhere a deep copy a part,
+// at once.
 template <class ExecSpace>
 class WordsFetch {
  public:
   using Parts = std::initializer_list<Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space>>;
   WordsFetch(const ExecSpace& space, Parts parts) {
+    std::size_t total = 0;
+    for (const auto& p : parts) total += p.extent(0);
+    m_words.resize(total);
 #if defined(KSZ_HAVE_CUDA)
     if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-      const WordParts w(parts);
-      for (const auto& p : parts) m_words.resize(m_words.size() + p.extent(0));
-      if (m_copy.start(space, w.src.data(), w.bytes.data(), w.count())) {
+      std::vector<const void*> src;
+      std::vector<std::size_t> bytes;
+      for (const auto& p : parts) {
+        src.push_back(p.data());
+        bytes.push_back(p.extent(0) * sizeof(std::uint64_t));
+      }
+      if (m_copy.start(space, src.data(), bytes.data(), static_cast<int>(src.size()))) {
         m_pending = true;
         return;
       }
     }
 #endif
-    m_words = fetch_words(space, parts);
+    std::size_t at = 0;
+    for (const auto& p : parts) {
+      Kokkos::deep_copy(space,
+                        Kokkos::View<std::uint64_t*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                            m_words.data() + at, p.extent(0)),
+                        p);
+      at += p.extent(0);
+    }
+    space.fence();
   }
   std::vector<std::uint64_t> wait() {
 #if defined(KSZ_HAVE_CUDA)
@@ -323,6 +298,12 @@ class WordsFetch {
   bool m_pending = false;
 #endif
 };
+
+// The same, waited for at once: one synchronization.
+template <class ExecSpace>
+std::vector<std::uint64_t> fetch_words(const ExecSpace& space, typename WordsFetch<ExecSpace>::Parts parts) {
+  return WordsFetch<ExecSpace>(space, parts).wait();
+}
 
 template <class V, class ExecSpace>
 Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& space, const container::Segment& s,
