@@ -56,6 +56,18 @@ inline std::atomic<bool>& enabled_flag() {
 inline bool enabled() { return impl::enabled_flag().load(std::memory_order_relaxed); }
 inline void set_enabled(bool on) { impl::enabled_flag().store(on, std::memory_order_relaxed); }
 
+// Work a caller queues right behind the Huffman encoder's single pass (CUDA),
+// before the encoder's results come back, so that one synchronization serves
+// both: queue(words, n_words) gets the bitstream and the device address of
+// its length in words, queues its kernels and returns the device address of
+// an 8-byte result (null: nothing queued), which comes back into `result`.
+// Paths without the single pass never call it (queued stays false).
+struct EncodeFollower {
+  std::function<const void*(const std::uint32_t* words, const std::uint64_t* n_words)> queue;
+  bool queued = false;
+  std::uint64_t result = 0;
+};
+
 // KSZ_WIDE_CODES=1 (read once): the CUDA 3D Lorenzo compressor keeps 16-bit
 // codes instead of byte codes (peak memory 1.50x instead of 1.24x input +
 // output at 512^3, compression about 8% faster; the same stream).
@@ -196,8 +208,9 @@ bool huffman_deflate(const Kokkos::Cuda& space, const std::uint16_t* symbols, st
 // chunk_bits + scan + deflate in one pass over the symbols (decoupled
 // look-back for the chunks' word offsets): the same offsets (nchunks + 1),
 // words, run lengths and status bits. words holds cap words, a bound the
-// caller knows (from the histogram); state holds nchunks + 1 words of scratch.
-// Blocks until n_words and the status are on the host.
+// caller knows (from the histogram); state holds nchunks + 2 words of
+// scratch (the look-back states, the ticket, the status word), zeroed here by
+// one memset. Blocks until n_words and the status are on the host.
 // The symbols it reads: 16-bit codes, or where bytes is set byte codes and
 // their listed codes (portable/quantize/byte_codes.hpp).
 struct SymbolSource {
@@ -214,9 +227,9 @@ struct SymbolSource {
 bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& symbols, std::uint64_t n,
                                 std::uint32_t chunk_symbols, const std::uint32_t* enc, std::uint32_t nsym,
                                 std::uint64_t* offsets, std::uint32_t* words, std::uint64_t cap,
-                                std::uint32_t* status, unsigned long long* state, std::uint32_t sub,
-                                std::uint64_t per_chunk, std::uint16_t* run_bits, std::uint64_t& n_words,
-                                std::uint32_t& status_out);
+                                unsigned long long* state, std::uint32_t sub, std::uint64_t per_chunk,
+                                std::uint16_t* run_bits, std::uint64_t& n_words, std::uint32_t& status_out,
+                                EncodeFollower* follow = nullptr);
 
 // Sum over the blocks of 2^log2_block bytes of words of the least bytes the
 // lossless pass can code each in (lossless::coded_lower_bound's sum, without
@@ -233,6 +246,17 @@ bool lossless_coded_bytes(const Kokkos::Cuda& space, const std::uint32_t* words,
 bool lossless_encode(const Kokkos::Cuda& space, const std::uint8_t* in, std::uint64_t n, bool bytes, int log2_block,
                      pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws,
                      Kokkos::View<std::uint8_t*, Kokkos::CudaSpace>& payload, std::uint64_t& size);
+// The same encoder queued on a Huffman bitstream whose length in words a
+// kernel before it leaves at *n_words (at most max_words), nothing awaited:
+// the payload's data bytes are left at *total (device memory in ws), and
+// lossless_payload_bytes gives the payload's length once both are known.
+bool lossless_encode_words_queued(const Kokkos::Cuda& space, const std::uint32_t* words, const std::uint64_t* n_words,
+                                  std::uint64_t max_words, bool bytes,
+                                  pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws,
+                                  Kokkos::View<std::uint8_t*, Kokkos::CudaSpace>& payload,
+                                  const unsigned long long*& total);
+// The payload's length for n input bytes and data_bytes of coded blocks.
+std::uint64_t lossless_payload_bytes(std::uint64_t n, std::uint64_t data_bytes);
 
 struct InflateTables {
   const std::uint32_t *lut, *limit, *first, *offset;

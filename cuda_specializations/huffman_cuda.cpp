@@ -3,6 +3,7 @@
 // offsets, same decoded symbols, same status bits).
 #include <cuda_runtime.h>
 
+#include <cstring>
 #include <type_traits>
 
 #include "cuda_specializations/cuda_specializations.hpp"
@@ -596,9 +597,10 @@ bool huffman_chunk_bits(const Kokkos::Cuda& space, const std::uint16_t* symbols,
 
 bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& symbols, std::uint64_t n,
                                 std::uint32_t cs, const std::uint32_t* enc, std::uint32_t nsym, std::uint64_t* offsets,
-                                std::uint32_t* words, std::uint64_t cap, std::uint32_t* status,
-                                unsigned long long* state, std::uint32_t sub, std::uint64_t per_chunk,
-                                std::uint16_t* run_bits, std::uint64_t& n_words, std::uint32_t& status_out) {
+                                std::uint32_t* words, std::uint64_t cap, unsigned long long* state,
+                                std::uint32_t sub, std::uint64_t per_chunk,
+                                std::uint16_t* run_bits, std::uint64_t& n_words, std::uint32_t& status_out,
+                                EncodeFollower* follow) {
   const int spt = spt_for(cs);
   if (!enabled() || n == 0 || spt == 0 || nsym > kMaxTableSymbols) return false;
   if (sub == 0) run_bits = nullptr;
@@ -609,7 +611,10 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& s
   const std::uint32_t stage_words = (cs * huffman::kMaxCodeLength + 31) / 32;
   const std::size_t shmem = (std::size_t(stage_words) + nsym + (symbols.bytes ? 256 : 0)) * sizeof(std::uint32_t);
   cudaStream_t st = space.cuda_stream();
-  check(cudaMemsetAsync(state, 0, (nchunks + 1) * sizeof(unsigned long long), st), "huffman encode state");
+  // The states, the ticket and the status word zeroed at once (a launch of
+  // its own for the status cost the host 5 us before the encoder's).
+  std::uint32_t* const status = reinterpret_cast<std::uint32_t*>(state + nchunks + 1);
+  check(cudaMemsetAsync(state, 0, (nchunks + 2) * sizeof(unsigned long long), st), "huffman encode state");
   if (symbols.bytes) {
     escape_starts_kernel<<<static_cast<unsigned>((nchunks + 1 + kEncThreads - 1) / kEncThreads), kEncThreads, 0,
                            st>>>(symbols.escapes, symbols.n_escapes, n, cs, nchunks, symbols.chunk_escapes);
@@ -635,16 +640,19 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& s
     default: variant(std::integral_constant<int, 64>{}); break;
   }
   check(cudaGetLastError(), "huffman encode_kernel");
-  // The total and the status straight to the host (a pinned slot), one synchronization.
-  struct {
-    std::uint64_t total;
-    std::uint32_t status;
-  } back{};
-  const void* src[2] = {offsets + nchunks, status};
-  const std::size_t bytes[2] = {sizeof(back.total), sizeof(back.status)};
-  KSZ_EXPECTS(copy_to_host(space, src, bytes, 2, &back), "internal: huffman encode results not copied");
-  n_words = back.total;
-  status_out = back.status;
+  const void* extra = follow ? follow->queue(words, offsets + nchunks) : nullptr;
+  // The total, the status and the follower's result straight to the host (a
+  // pinned slot, the parts one after the other), one synchronization.
+  unsigned char back[20] = {};
+  const void* src[3] = {offsets + nchunks, status, extra};
+  const std::size_t bytes[3] = {8, 4, 8};
+  KSZ_EXPECTS(copy_to_host(space, src, bytes, extra ? 3 : 2, back), "internal: huffman encode results not copied");
+  std::memcpy(&n_words, back, 8);
+  std::memcpy(&status_out, back + 8, 4);
+  if (extra) {
+    follow->queued = true;
+    std::memcpy(&follow->result, back + 12, 8);
+  }
   // A symbol without a code is the caller's error to report (and makes the bound meaningless).
   KSZ_EXPECTS((status_out & huffman::impl::kBadSymbol) || !(status_out & kOverflow),
               "internal: the Huffman bitstream exceeds its bound of ", cap, " words");

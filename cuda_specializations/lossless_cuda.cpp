@@ -95,16 +95,20 @@ __device__ __forceinline__ void level_values(const std::uint8_t* lvl, std::uint3
   }
 }
 
-// U: unit bytes, 1 (ZeroBytes) or 4 (ZeroWords).
+// U: unit bytes, 1 (ZeroBytes) or 4 (ZeroWords). The input is n_given
+// bytes, or 4 * *n_words of them when n_words is given (a count a kernel
+// before this one left on the device). ticket: a zeroed word past the
+// states of every block the input can have.
 template <int U>
 __global__ void __launch_bounds__(kThreads)
-    encode_kernel(const std::uint8_t* __restrict__ in, std::uint64_t n, std::uint64_t nb, bool vec,
+    encode_kernel(const std::uint8_t* __restrict__ in, std::uint64_t n_given, const std::uint64_t* n_words, bool vec,
                   std::uint8_t* __restrict__ payload, unsigned long long* __restrict__ state,
-                  unsigned long long* __restrict__ total_out) {
+                  unsigned long long* __restrict__ ticket, unsigned long long* __restrict__ total_out) {
   __shared__ __align__(16) std::uint8_t stage[kBlock + 16];  // the block's stored bytes (+16: funnel-shift reads)
   __shared__ __align__(16) std::uint8_t bitmaps[kBitmapBytes];
   __shared__ unsigned long long s_tile, s_prefix;
-  unsigned long long* ticket = state + nb;
+  const std::uint64_t n = n_words ? 4 * *n_words : n_given;
+  const std::uint64_t nb = (n + kBlock - 1) >> kLog2Block;
   const std::uint64_t data_start = lossless::kHeaderBytes + 4 * nb;
   const std::uint32_t t = threadIdx.x, at = 32u * t;
   for (;;) {
@@ -249,33 +253,65 @@ bool lossless_coded_bytes(const Kokkos::Cuda& space, const std::uint32_t* words,
   return true;
 }
 
-bool lossless_encode(const Kokkos::Cuda& space, const std::uint8_t* in, std::uint64_t n, bool bytes, int log2_block,
-                     pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws,
-                     Kokkos::View<std::uint8_t*, Kokkos::CudaSpace>& payload, std::uint64_t& size) {
+namespace {
+// The encoder queued on n bytes at `in`, or on 4 * *n_words of them when
+// n_words is given (n then bounds them), its buffers from ws. The payload's
+// data bytes go to `total`; when null, to a word of the states' buffer, which
+// total then points to. False (nothing queued) where the kernel does not apply.
+bool queue_encode(const Kokkos::Cuda& space, const std::uint8_t* in, std::uint64_t n, const std::uint64_t* n_words,
+                  bool bytes, int log2_block, pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws,
+                  Kokkos::View<std::uint8_t*, Kokkos::CudaSpace>& payload, unsigned long long*& total) {
   if (!enabled() || n == 0 || log2_block != enc::kLog2Block) return false;
   const std::uint64_t nb = (n + enc::kBlock - 1) / enc::kBlock;
   if (nb >= (std::uint64_t(1) << 31)) return false;
   using WS = pipeline::Workspace<Kokkos::CudaSpace>;
-  const auto states = WS::buffer<std::uint64_t>(ws, WS::kLosslessSizes, nb + 1, "ksz::lossless::states");
+  // The blocks' look-back states, the ticket, a word for the total.
+  const auto states = WS::buffer<std::uint64_t>(ws, WS::kLosslessSizes, nb + 2, "ksz::lossless::states");
   // Every block stores at most its raw length.
   payload = WS::buffer<std::uint8_t>(ws, WS::kLosslessPayload, lossless::kHeaderBytes + 4 * nb + n,
                                      "ksz::lossless::payload");
   auto* const state = reinterpret_cast<unsigned long long*>(states.data());
+  if (!total) total = state + nb + 1;  // zeroed below: 0 where there is no block
   const bool vec = reinterpret_cast<std::uintptr_t>(in) % 16 == 0;
-  const HostResult slot;
   cudaStream_t st = space.cuda_stream();
-  check(cudaMemsetAsync(state, 0, (nb + 1) * sizeof(unsigned long long), st), "lossless encode states");
+  check(cudaMemsetAsync(state, 0, (nb + 2) * sizeof(unsigned long long), st), "lossless encode states");
   // Resident blocks only (they take lossless blocks from the ticket until none is left).
   const auto run = [&](auto kernel) {
     const std::uint64_t resident = std::uint64_t(launch::resident_blocks(kernel, enc::kThreads, 0));
     const unsigned blocks = static_cast<unsigned>(nb < resident ? nb : resident);
-    kernel<<<blocks, enc::kThreads, 0, st>>>(in, n, nb, vec, payload.data(), state,
-                                             slot.device<unsigned long long>());
+    kernel<<<blocks, enc::kThreads, 0, st>>>(in, n, n_words, vec, payload.data(), state, state + nb, total);
   };
   bytes ? run(enc::encode_kernel<1>) : run(enc::encode_kernel<4>);
   check(cudaGetLastError(), "lossless encode_kernel");
-  check(cudaStreamSynchronize(st), "lossless encode");
-  size = lossless::kHeaderBytes + 4 * nb + slot.host<unsigned long long>()[0];
+  return true;
+}
+}  // namespace
+
+std::uint64_t lossless_payload_bytes(std::uint64_t n, std::uint64_t data_bytes) {
+  return lossless::kHeaderBytes + 4 * ((n + enc::kBlock - 1) / enc::kBlock) + data_bytes;
+}
+
+bool lossless_encode(const Kokkos::Cuda& space, const std::uint8_t* in, std::uint64_t n, bool bytes, int log2_block,
+                     pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws,
+                     Kokkos::View<std::uint8_t*, Kokkos::CudaSpace>& payload, std::uint64_t& size) {
+  const HostResult slot;
+  unsigned long long* total = slot.device<unsigned long long>();
+  if (!queue_encode(space, in, n, nullptr, bytes, log2_block, ws, payload, total)) return false;
+  check(cudaStreamSynchronize(space.cuda_stream()), "lossless encode");
+  size = lossless_payload_bytes(n, slot.host<unsigned long long>()[0]);
+  return true;
+}
+
+bool lossless_encode_words_queued(const Kokkos::Cuda& space, const std::uint32_t* words, const std::uint64_t* n_words,
+                                  std::uint64_t max_words, bool bytes,
+                                  pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws,
+                                  Kokkos::View<std::uint8_t*, Kokkos::CudaSpace>& payload,
+                                  const unsigned long long*& total) {
+  unsigned long long* t = nullptr;
+  if (!ws || !queue_encode(space, reinterpret_cast<const std::uint8_t*>(words), 4 * max_words, n_words, bytes,
+                           enc::kLog2Block, ws, payload, t))
+    return false;
+  total = t;
   return true;
 }
 

@@ -356,17 +356,34 @@ std::pair<Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space>, 
 // `pass` where that shrinks them, else the words themselves. `applied` gets
 // what header byte 5 must say. The device-side pass is marked on `timer` as
 // "lossless pass"; the copy to the host that follows belongs to the caller's
-// next stage (gather+container).
+// next stage (gather+container). `queued`: the pass's result where it ran
+// already, queued behind the Huffman encoder (the words are then under 2
+// bits a symbol, where it is always tried), marked with it.
 template <class ExecSpace, class Timer>
 std::vector<std::uint8_t> words_segment(const ExecSpace& space,
                                         Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> words,
                                         std::uint64_t n_words, std::uint64_t n_codes, LosslessId pass,
                                         LosslessId& applied, Timer& timer,
                                         Report* report,
-                                        typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr) {
+                                        typename Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
+                                        const lossless::Encoded<ExecSpace>* queued = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   applied = LosslessId::None;
   std::vector<std::uint8_t> out;
+  if (queued) {
+    KSZ_EXPECTS(pass != LosslessId::None && n_words < n_codes / 16, "internal: lossless pass queued for dense words");
+    if (n_words > 0 && queued->size < n_words * 4) {
+      applied = pass;
+      out = to_host_bytes(queued->bytes, queued->size);
+    }
+    if (applied == LosslessId::None) out = to_host_bytes(words, n_words);
+    if (report) {
+      report->huffman_bytes = n_words * 4;
+      report->lossless_bytes = out.size();
+      report->lossless = applied;
+    }
+    return out;
+  }
   // The pass is kept only where it shrinks the bitstream; a count of nonzero
   // units first rules out, exactly, the streams it cannot shrink (dense
   // Huffman output at low ratios), which then skip it: same stream either way.
@@ -592,12 +609,39 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   const huffman::DeviceCodebook<ExecSpace> dbook = device_codebook(space, hb.tables, ws);
   if (!prebuilt) timer.mark("codebook");
   const std::uint64_t n = codes.extent(0);
-  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, ws, subchunk,
-                                              ws ? huffman::words_bound(counts, book, n, huffman_chunk) : 0, narrow);
-  timer.mark("huffman encode");
+  const std::uint64_t bound = ws ? huffman::words_bound(counts, book, n, huffman_chunk) : 0;
+  // Words under 2 bits a symbol for sure: words_segment tries the lossless
+  // pass on them whatever they hold, so on CUDA its encoder is queued right
+  // behind Huffman's, reading the words' count on the device (one
+  // synchronization for both, no host round trip between them).
+  cuda_spec::EncodeFollower follow;
+  lossless::Encoded<ExecSpace> queued;
+  Kokkos::View<std::uint8_t*, Mem> payload;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    if (pass != LosslessId::None && bound > 0 && bound < n / 16)
+      follow.queue = [&](const std::uint32_t* words, const std::uint64_t* n_words) -> const void* {
+        const unsigned long long* total = nullptr;
+        return cuda_spec::lossless_encode_words_queued(space, words, n_words, bound, pass == LosslessId::ZeroBytes,
+                                                       ws, payload, total)
+                   ? total
+                   : nullptr;
+      };
+  }
+#endif
+  const auto enc = huffman::encode<ExecSpace>(space, codes, dbook, huffman_chunk, ws, subchunk, bound, narrow,
+                                              follow.queue ? &follow : nullptr);
+  timer.mark(follow.queued ? "huffman encode+lossless pass" : "huffman encode");
+#if defined(KSZ_HAVE_CUDA)
+  if (follow.queued) {
+    queued.size = cuda_spec::lossless_payload_bytes(enc.n_words * 4, follow.result);
+    if (queued.size < enc.n_words * 4) queued.bytes = Kokkos::subview(payload, std::make_pair(std::uint64_t(0), queued.size));
+  }
+#endif
   HuffmanSegments out;
   out.lengths.assign(book.lengths.begin(), book.lengths.end());
-  out.words = words_segment(space, enc.words, enc.n_words, n, pass, out.lossless, timer, report, ws);
+  out.words = words_segment(space, enc.words, enc.n_words, n, pass, out.lossless, timer, report, ws,
+                            follow.queued ? &queued : nullptr);
   // Copies to the host after the lossless pass's mark, with the words': they
   // belong to the caller's gather+container stage (the kernels' figures are
   // for data that stays on the device), not to the pass.

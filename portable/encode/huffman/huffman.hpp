@@ -768,7 +768,8 @@ namespace impl {
 inline bool encode_single_pass(const Kokkos::Cuda& space, const cuda_spec::SymbolSource& src, std::uint64_t n,
                                const DeviceCodebook<Kokkos::Cuda>& book, std::uint32_t chunk_symbols,
                                pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws, std::uint32_t sub,
-                               std::uint64_t words_bound, Encoded<Kokkos::Cuda>& res) {
+                               std::uint64_t words_bound, Encoded<Kokkos::Cuda>& res,
+                               cuda_spec::EncodeFollower* follow = nullptr) {
   using WS = pipeline::Workspace<Kokkos::CudaSpace>;
   if (!words_bound || !ws || n == 0 || chunk_symbols < 1 || sub > kMaxSubchunk) return false;
   const Runs runs(n, chunk_symbols, sub);
@@ -779,14 +780,13 @@ inline bool encode_single_pass(const Kokkos::Cuda& space, const cuda_spec::Symbo
   const Kokkos::View<std::uint32_t*, Kokkos::CudaSpace> words =
       ws->template get<std::uint32_t>(WS::kHuffWords, words_bound, "ksz::huffman::words");
   const Kokkos::View<unsigned long long*, Kokkos::CudaSpace> state =
-      ws->template get<unsigned long long>(WS::kHuffState, nchunks + 1, "ksz::huffman::state");
-  const Kokkos::View<std::uint32_t*, Kokkos::CudaSpace> status = zeroed_status(space, ws);
+      ws->template get<unsigned long long>(WS::kHuffState, nchunks + 2, "ksz::huffman::state");
   std::uint32_t st = 0;
   if (!cuda_spec::huffman_encode_single_pass(space, src, n, chunk_symbols, book.encode_table().data(),
                                              static_cast<std::uint32_t>(book.nsym()), res.chunk_offsets.data(),
-                                             words.data(), words_bound, status.data(), state.data(),
+                                             words.data(), words_bound, state.data(),
                                              runs.stored ? static_cast<std::uint32_t>(runs.step) : 0u,
-                                             runs.per_chunk, res.run_bits.data(), res.n_words, st))
+                                             runs.per_chunk, res.run_bits.data(), res.n_words, st, follow))
     return false;
   KSZ_EXPECTS(st == 0, "huffman: input has a symbol with no code in the codebook");
   res.words = Kokkos::subview(words, std::make_pair(std::uint64_t(0), res.n_words));
@@ -808,23 +808,27 @@ inline bool encode_single_pass(const Kokkos::Cuda& space, const cuda_spec::Symbo
 // least the words the bitstream takes: words_bound() from the symbols'
 // histogram), the CUDA specialization encodes in one pass; the result is the
 // same. With narrow, the symbols are narrow's reading of the codes given.
+// follow, where the single pass runs, queues its work behind it (one
+// synchronization for both; cuda_spec::EncodeFollower).
 template <class ExecSpace>
 Encoded<ExecSpace> encode(const ExecSpace& space,
                           Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> symbols,
                           const DeviceCodebook<ExecSpace>& book, std::uint32_t chunk_symbols,
                           typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws = nullptr,
-                          std::uint32_t sub = 0, std::uint64_t words_bound = 0, const Narrow narrow = {}) {
+                          std::uint32_t sub = 0, std::uint64_t words_bound = 0, const Narrow narrow = {},
+                          cuda_spec::EncodeFollower* follow = nullptr) {
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     cuda_spec::SymbolSource src;
     src.codes = symbols.data();
     src.narrow = narrow;
     Encoded<ExecSpace> res;
-    if (impl::encode_single_pass(space, src, symbols.extent(0), book, chunk_symbols, ws, sub, words_bound, res))
+    if (impl::encode_single_pass(space, src, symbols.extent(0), book, chunk_symbols, ws, sub, words_bound, res,
+                                 follow))
       return res;
   }
 #endif
-  (void)words_bound;
+  (void)words_bound, (void)follow;
   return encode_two_pass<ExecSpace>(space, symbols, book, chunk_symbols, ws, sub, narrow);
 }
 
