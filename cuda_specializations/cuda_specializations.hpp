@@ -185,8 +185,10 @@ bool byte_code_outliers(const Kokkos::Cuda& space, const std::uint64_t* escapes,
 // The histogram of n codes below nbins (<= 8192) into hist (nbins counts, on
 // the device), the same counts as histogram::histogram; false (nothing done)
 // when switched off, nbins is out of range or codes is not 16-byte aligned.
+// items > 1: as many runs of n codes one after the other, their histograms
+// side by side in hist, in one launch (n a multiple of 8, else false).
 bool code_histogram(const Kokkos::Cuda& space, const std::uint16_t* codes, std::uint64_t n, std::uint32_t nbins,
-                    std::uint32_t center, std::uint64_t* hist);
+                    std::uint32_t center, std::uint64_t* hist, std::uint32_t items = 1);
 
 // code_histogram of n codes of radius center (2 * center bins), and each
 // block's magnitude classes (histogram::histogram_classes) into classes.

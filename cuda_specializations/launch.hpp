@@ -7,6 +7,8 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <mutex>
+#include <vector>
 
 #include "src/core/error.hpp"
 
@@ -29,14 +31,30 @@ inline int sm_count() {
 
 // Blocks of `threads` threads and `shared` bytes of dynamic shared memory that
 // are resident at once on the device (at least one); allows the kernel more
-// than 48 KiB of dynamic shared memory when it asks for it.
+// than 48 KiB of dynamic shared memory when it asks for it. Worked out once a
+// (kernel, threads, shared) and remembered: the occupancy query ran on the
+// host between a synchronization and the launch it sized (the Huffman
+// encoder's, the lossless pass's, the histograms').
 template <class Kernel>
 int resident_blocks(Kernel kernel, int threads, std::size_t shared) {
+  struct Known {
+    const void* kernel;
+    int threads;
+    std::size_t shared;
+    int blocks;
+  };
+  static std::mutex mutex;
+  static std::vector<Known> known;
+  const void* const k = reinterpret_cast<const void*>(kernel);
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const Known& e : known)
+    if (e.kernel == k && e.threads == threads && e.shared == shared) return e.blocks;
   if (shared > 48 * 1024)
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)), "smem attr");
   int per_sm = 0;
   check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared), "occupancy");
-  return sm_count() * (per_sm > 0 ? per_sm : 1);
+  known.push_back({k, threads, shared, sm_count() * (per_sm > 0 ? per_sm : 1)});
+  return known.back().blocks;
 }
 
 // Called by every thread of every block after thread 0 stored the block's

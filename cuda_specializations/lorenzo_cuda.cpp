@@ -926,6 +926,10 @@ __global__ void __launch_bounds__(kThreads)
     code_histogram_kernel(const uint4* __restrict__ vec, std::uint64_t nvec, const std::uint16_t* __restrict__ tail,
                           std::uint32_t ntail, std::uint32_t nbins, std::uint32_t hot0,
                           unsigned long long* __restrict__ hist) {
+  // Item blockIdx.y: its codes follow the previous item's, its histogram too
+  // (items > 1 only when n is a multiple of 8: no tail).
+  vec += blockIdx.y * nvec;
+  hist += std::uint64_t(blockIdx.y) * nbins;
   extern __shared__ std::uint32_t lh[];
   for (std::uint32_t b = threadIdx.x; b < nbins; b += blockDim.x) lh[b] = 0;
   __syncthreads();
@@ -958,18 +962,19 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 bool code_histogram(const Kokkos::Cuda& space, const std::uint16_t* codes, std::uint64_t n, std::uint32_t nbins,
-                    std::uint32_t center, std::uint64_t* hist) {
+                    std::uint32_t center, std::uint64_t* hist, std::uint32_t items) {
   if (!enabled() || nbins == 0 || nbins > kMaxBins || (reinterpret_cast<std::uintptr_t>(codes) & 15) != 0) return false;
+  if (items < 1 || items > 64 || (items > 1 && n % 8 != 0)) return false;
   cudaStream_t st = space.cuda_stream();
-  check(cudaMemsetAsync(hist, 0, std::size_t(nbins) * sizeof(std::uint64_t), st), "histogram reset");
+  check(cudaMemsetAsync(hist, 0, std::size_t(items) * nbins * sizeof(std::uint64_t), st), "histogram reset");
   if (n == 0) return true;
   const std::uint64_t nvec = n / 8;
   const std::size_t shmem = std::size_t(nbins) * sizeof(std::uint32_t);
   const std::uint64_t want = (nvec + kThreads - 1) / kThreads;
-  const std::uint64_t cap = std::uint64_t(launch::resident_blocks(code_histogram_kernel, kThreads, shmem));
-  const int blocks = static_cast<int>(std::max<std::uint64_t>(1, std::min(want, cap)));
+  const std::uint64_t cap = std::uint64_t(launch::resident_blocks(code_histogram_kernel, kThreads, shmem)) / items;
+  const unsigned blocks = static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(want, cap)));
   const std::uint32_t hot0 = center >= kHotBins / 2 ? center - kHotBins / 2 : 0;
-  code_histogram_kernel<<<blocks, kThreads, shmem, st>>>(reinterpret_cast<const uint4*>(codes), nvec,
+  code_histogram_kernel<<<dim3(blocks, items), kThreads, shmem, st>>>(reinterpret_cast<const uint4*>(codes), nvec,
                                                          codes + nvec * 8, static_cast<std::uint32_t>(n - nvec * 8),
                                                          nbins, hot0, reinterpret_cast<unsigned long long*>(hist));
   check(cudaGetLastError(), "code_histogram_kernel");

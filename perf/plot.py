@@ -27,9 +27,10 @@ TOTALS = ("TOTAL kernels", "TOTAL end-to-end")
 STAGE_ORDER = {
     "compress": ["value range", "value range+profile", "auto-tune", "auto-tune+anchors",
                  "auto-tune+anchors+coarsest level", "block plan", "prequantize", "predict+quantize",
-                 "predict+quantize+histogram", "prequant+predict+histogram (fused)", "histogram", "radius choice",
-                 "outliers+codebook", "codebook", "huffman encode", "offsets", "block encode", "outliers",
-                 "lossless pass", "gather+container"],
+                 "predict+quantize+histogram", "auto-tune+predict+quantize", "auto-tune+predict+quantize+histogram",
+                 "prequant+predict+histogram (fused)", "histogram", "radius choice",
+                 "outliers+codebook", "codebook", "huffman encode", "huffman encode+lossless pass", "offsets",
+                 "block encode", "outliers", "lossless pass", "gather+container"],
     "decompress": ["lossless decode", "copy to device", "huffman decode", "offsets", "block decode", "outliers",
                    "lorenzo inverse+dequantize", "interp inverse"]}
 

@@ -12,6 +12,7 @@
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/simd/bits.hpp"
+#include "src/core/error.hpp"
 
 namespace ksz::histogram {
 
@@ -21,6 +22,33 @@ constexpr std::uint64_t kTeamSlice = std::uint64_t(1) << 16;
 constexpr std::uint32_t kMaxScratchBins = 8192;
 // Bins around the center counted in registers on GPUs: [center - 4, center + 4).
 constexpr std::uint32_t kHotPacked = 8, kHotRounds = 31;
+
+template <class ExecSpace>
+void histogram(const ExecSpace& space,
+               Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+               Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> hist, std::uint32_t center);
+
+// The histograms of `items` runs of codes one after the other (codes holds
+// items runs of equal length), side by side in hist (items runs of bins):
+// on CUDA one launch for all.
+template <class ExecSpace>
+void histograms(const ExecSpace& space, Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> hist, std::uint32_t center,
+                std::uint32_t items) {
+  KSZ_EXPECTS(items >= 1 && codes.extent(0) % items == 0 && hist.extent(0) % items == 0,
+              "histograms: ", items, " runs do not divide ", codes.extent(0), " codes and ", hist.extent(0), " bins");
+  const std::uint64_t n = codes.extent(0) / items, nbins = hist.extent(0) / items;
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value)
+    if (hist.span_is_contiguous() &&
+        cuda_spec::code_histogram(space, codes.data(), n, static_cast<std::uint32_t>(nbins), center, hist.data(),
+                                  items))
+      return;
+#endif
+  for (std::uint64_t c = 0; c < items; ++c)
+    histogram<ExecSpace>(space, Kokkos::subview(codes, std::make_pair(c * n, (c + 1) * n)),
+                         Kokkos::subview(hist, std::make_pair(c * nbins, (c + 1) * nbins)), center);
+}
 
 template <class ExecSpace>
 void histogram(const ExecSpace& space,

@@ -278,6 +278,103 @@ TEST(CudaSpecializations, CodeHistogramSameAsPortable) {
   }
 }
 
+// Several histograms in one launch (histogram::histograms, the interp
+// trial's two configurations) count what the portable histogram counts for
+// each run; runs whose length is not a multiple of 8 take a launch each.
+TEST(CudaSpecializations, CodeHistogramsInOneLaunch) {
+  SpecGuard guard;
+  Kokkos::Cuda space;
+  Lcg next{5};
+  for (const std::uint32_t items : {1u, 2u, 3u}) {
+    for (const std::uint64_t n : {8ull, 4096ull, 7ull, 100000ull}) {
+      const std::uint32_t radius = 512;
+      std::vector<std::uint16_t> h(items * n);
+      for (auto& c : h) {
+        const std::uint32_t r = next() % 100;
+        const std::int32_t spread = r < 70 ? 2 : r < 95 ? 60 : 700;
+        const std::int32_t v = std::int32_t(radius) + std::int32_t(next() % (2 * spread + 1)) - spread;
+        c = static_cast<std::uint16_t>(v < 0 ? 0 : v);
+      }
+      Kokkos::View<std::uint16_t*, Kokkos::CudaSpace> d("codes", h.size());
+      Kokkos::deep_copy(d, Kokkos::View<const std::uint16_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                               h.data(), h.size()));
+      Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> hp("hp", items * 2 * radius), hs("hs", items * 2 * radius);
+      cuda_spec::set_enabled(false);
+      for (std::uint64_t c = 0; c < items; ++c)
+        histogram::histogram<Kokkos::Cuda>(
+            space, Kokkos::subview(d, std::make_pair(c * n, (c + 1) * n)),
+            Kokkos::subview(hp, std::make_pair(c * 2 * radius, (c + 1) * 2 * radius)), radius);
+      cuda_spec::set_enabled(true);
+      histogram::histograms<Kokkos::Cuda>(space, d, hs, radius, items);
+      const auto a = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hp);
+      const auto b = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), hs);
+      std::uint64_t diff = 0, total = 0;
+      for (std::uint64_t k = 0; k < a.extent(0); ++k) {
+        diff += a(k) != b(k) ? 1 : 0;
+        total += b(k);
+      }
+      std::uint64_t want = 0;  // codes past the alphabet are not counted
+      for (const std::uint16_t c : h) want += c < 2 * radius ? 1 : 0;
+      EXPECT_EQ(diff, 0u) << items << " runs of " << n;
+      EXPECT_EQ(total, want) << items << " runs of " << n;
+    }
+  }
+}
+
+// The lossless encoder queued behind a kernel that leaves the input's length
+// on the device (cuda_spec::lossless_encode_words_queued, the interp
+// compressor's path after the Huffman encoder) writes the payload the
+// portable lossless::encode writes for that length: lengths shorter than the
+// bound by nothing, by part of a block and by many blocks, sparse and dense
+// words, both methods.
+TEST(CudaSpecializations, LosslessEncodeQueuedSameAsEncode) {
+  SpecGuard guard;
+  Kokkos::Cuda space;
+  Lcg next{23};
+  using Mem = Kokkos::CudaSpace;
+  for (const std::uint64_t n_words : {1ull, 2047ull, 2048ull, 2049ull, 100000ull}) {
+    for (const std::uint64_t extra : {0ull, 3ull, 50000ull}) {
+      for (const int zero_percent : {0, 90, 100}) {
+        const std::uint64_t max_words = n_words + extra;
+        std::vector<std::uint32_t> h(max_words);
+        for (auto& w : h) w = int(next() % 100) < zero_percent ? 0u : (next() & 0xFF00FF0Fu) | 1u;
+        Kokkos::View<std::uint32_t*, Mem> words("words", max_words);
+        Kokkos::deep_copy(words, Kokkos::View<const std::uint32_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                                     h.data(), max_words));
+        Kokkos::View<std::uint64_t, Mem> count("count");
+        Kokkos::deep_copy(count, n_words);
+        for (const auto m : {lossless::Method::ZeroBytes, lossless::Method::ZeroWords}) {
+          const std::string what = std::to_string(n_words) + " of " + std::to_string(max_words) + " words, " +
+                                   std::to_string(zero_percent) + "% zero, method " + std::to_string(int(m));
+          const Kokkos::View<const std::uint8_t*, Mem, Kokkos::MemoryUnmanaged> bytes(
+              reinterpret_cast<const std::uint8_t*>(words.data()), 4 * n_words);
+          cuda_spec::set_enabled(false);  // the portable encoder
+          const auto want = lossless::encode<Kokkos::Cuda>(space, bytes, m);
+          cuda_spec::set_enabled(true);
+          std::vector<std::uint8_t> w(want.size);
+          Kokkos::deep_copy(Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(w.data(), w.size()),
+                            Kokkos::subview(want.bytes, std::make_pair(std::uint64_t(0), want.size)));
+          pipeline::Workspace<Mem>::Lease ws;
+          Kokkos::View<std::uint8_t*, Mem> payload;
+          const unsigned long long* total = nullptr;
+          ASSERT_TRUE(cuda_spec::lossless_encode_words_queued(space, words.data(), count.data(), max_words,
+                                                              m == lossless::Method::ZeroBytes, &ws, payload, total))
+              << what;
+          unsigned long long t = 0;
+          Kokkos::deep_copy(space, t, Kokkos::View<const unsigned long long, Mem, Kokkos::MemoryUnmanaged>(total));
+          space.fence();
+          const std::uint64_t size = cuda_spec::lossless_payload_bytes(4 * n_words, t);
+          ASSERT_EQ(size, want.size) << what;
+          std::vector<std::uint8_t> got(size);
+          Kokkos::deep_copy(Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(got.data(), size),
+                            Kokkos::subview(payload, std::make_pair(std::uint64_t(0), size)));
+          EXPECT_TRUE(got == w) << what;
+        }
+      }
+    }
+  }
+}
+
 #else
 
 TEST(CudaSpecializations, SameBytesAsPortableF32) { GTEST_SKIP() << "no CUDA in this build"; }

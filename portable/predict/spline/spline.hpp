@@ -393,6 +393,67 @@ void walk_rows(const ExecSpace& space, const Pass& p, const char* label, const F
       });
 }
 
+// A pass along y or z on GPUs: a warp takes 32 consecutive points of a row
+// along x (a lane each, every load of the warp coalesced) and, for each, J
+// consecutive points along the pass's dimension (the lane's column), whose
+// neighbours along it overlap: an interior column loads J + 3 of them instead
+// of 4 J (Interior::load_column). On the H200 the largest pass (along z, 2^26
+// points at 512^3) was bound by L2 traffic, mostly these neighbours. Warps
+// take the segments of a row, then the rows of the other dimension, then the
+// next J points along the pass's: the neighbours two columns share are read
+// while still in L2.
+struct ColumnWalk {
+  FastDiv segs, rows;  // by the segments of a row, by the rows of the other dimension
+  std::uint32_t n0 = 0, nd = 0;
+  std::uint32_t first[3] = {0, 0, 0}, step[3] = {1, 1, 1};
+  std::uint32_t stride1 = 0, stride2 = 0;
+};
+
+template <std::uint32_t J, class ExecSpace, class F>
+void walk_columns(const ExecSpace& space, const Pass& p, const char* label, const F& f) {
+  constexpr std::uint32_t kLanes = 32;
+  ColumnWalk w;
+  const std::uint32_t d = p.dim, o = 3 - d;  // the pass's dimension (1 or 2) and the other one
+  w.n0 = static_cast<std::uint32_t>(p.cnt[0]);
+  w.nd = static_cast<std::uint32_t>(p.cnt[d]);
+  const std::uint32_t segs = (w.n0 + kLanes - 1) / kLanes;
+  w.segs = FastDiv(segs);
+  w.rows = FastDiv(static_cast<std::uint32_t>(p.cnt[o]));
+  for (int q = 0; q < 3; ++q) {
+    w.first[q] = static_cast<std::uint32_t>(p.first[q]);
+    w.step[q] = static_cast<std::uint32_t>(p.step[q]);
+  }
+  w.stride1 = static_cast<std::uint32_t>(p.shape.stride[1]);
+  w.stride2 = static_cast<std::uint32_t>(p.shape.stride[2]);
+  const std::uint64_t groups = (p.cnt[d] + J - 1) / J;
+  const std::uint64_t iters = p.cnt[o] * groups * segs * kLanes;
+  const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
+                                                    Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+  const bool along_z = d == 2;
+  Kokkos::parallel_for(
+      label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
+        const std::uint32_t lane = static_cast<std::uint32_t>(it) & (kLanes - 1);
+        const std::uint32_t cw = static_cast<std::uint32_t>(it / kLanes);
+        const std::uint32_t rest = w.segs.div(cw), seg = cw - rest * w.segs.d;
+        const std::uint32_t g = w.rows.div(rest), ko = rest - g * w.rows.d;
+        const std::uint32_t k0 = seg * kLanes + lane;
+        const std::uint32_t x = w.first[0] + k0 * w.step[0];
+        const std::uint32_t co = (along_z ? w.first[1] : w.first[2]) + ko * (along_z ? w.step[1] : w.step[2]);
+        const std::uint32_t base = x + co * (along_z ? w.stride1 : w.stride2);
+        const std::uint32_t sd = along_z ? w.stride2 : w.stride1;
+        std::uint32_t i[J], c[J];
+        std::uint32_t valid = 0;
+        for (std::uint32_t j = 0; j < J; ++j) {
+          const std::uint32_t kd = g * J + j;
+          c[j] = (along_z ? w.first[2] : w.first[1]) + kd * (along_z ? w.step[2] : w.step[1]);
+          i[j] = base + c[j] * sd;
+          valid += kd < w.nd ? 1u : 0u;
+        }
+        if (k0 >= w.n0) valid = 0;
+        f.template batch<false, true>(i, c, valid);
+      });
+}
+
 // Host backends walk a pass row by row along x: no index divisions per
 // point (pass_point's four), the same points and the same arithmetic.
 template <class ExecSpace, class F>
@@ -412,7 +473,9 @@ void for_each_point(const ExecSpace& space, const Pass& pass, const char* label,
   } else {
     if (p.shape.count() <= kIndex32Max) {
       const std::uint64_t n0 = p.cnt[0];
-      if (n0 >= 32 * kPassPerIter)
+      if (p.dim != 0 && n0 >= 32 && p.cnt[p.dim] >= kPassPerIter)
+        walk_columns<kPassPerIter>(space, p, label, f);
+      else if (n0 >= 32 * kPassPerIter)
         walk_rows<kPassPerIter>(space, p, label, f);
       else if (n0 >= 32 * 2)
         walk_rows<2>(space, p, label, f);
@@ -463,6 +526,23 @@ struct Interior {
         a[j] = d[j] = T(0);  // unused
     }
   }
+  // Points i0 + 2 j u along the pass's dimension (a column): point j's
+  // neighbours a, b, c, d are the window's w[j .. j + 3] of the values at
+  // i0 + (2 m - 3) u, each loaded once (N + 3 loads, N + 1 for linear
+  // splines, instead of 4 N).
+  template <class V, class I>
+  KOKKOS_INLINE_FUNCTION void load_column(const Pass& p, const V& r, I i0) {
+    const I u = static_cast<I>(p.ustride);
+    if (p.kind == kLinear) {
+      T w[N + 1];
+      for (std::uint32_t m = 0; m < N + 1; ++m) w[m] = r(i0 - u + 2 * m * u);
+      for (std::uint32_t j = 0; j < N; ++j) b[j] = w[j], c[j] = w[j + 1], a[j] = d[j] = T(0);  // a, d unused
+    } else {
+      T w[N + 3];
+      for (std::uint32_t m = 0; m < N + 3; ++m) w[m] = r(i0 - 3 * u + 2 * m * u);
+      for (std::uint32_t j = 0; j < N; ++j) a[j] = w[j], b[j] = w[j + 1], c[j] = w[j + 2], d[j] = w[j + 3];
+    }
+  }
   KOKKOS_INLINE_FUNCTION double predict(const Pass& p, std::uint32_t j) const {
     const double bj = static_cast<double>(b[j]), cj = static_cast<double>(c[j]);
     if (p.kind == kLinear) return predict_linear(bj, cj);
@@ -472,13 +552,17 @@ struct Interior {
 
 // The predictions of a batch's points (the first `valid` of N), every
 // neighbour loaded before any is computed; use(j, prediction) for each.
-template <bool Uniform, class T, class V, class I, std::uint32_t N, class F>
+// Column: the points are consecutive along the pass's dimension (walk_columns).
+template <bool Uniform, class T, bool Column = false, class V, class I, std::uint32_t N, class F>
 KOKKOS_INLINE_FUNCTION void predict_batch(const Pass& p, const V& r, const I (&i)[N], const I (&c)[N],
                                           std::uint32_t valid, const F& use) {
   const Where w0 = where_pass(p, c[0]);
   if (interior<Uniform>(p, w0, c, valid)) {
     Interior<T, N> nb;
-    nb.load(p, r, i);
+    if (Column)
+      nb.load_column(p, r, i[0]);
+    else
+      nb.load(p, r, i);
     for (std::uint32_t j = 0; j < N; ++j) use(j, nb.predict(p, j));
     return;
   }
@@ -505,12 +589,12 @@ struct CompressPoint {
   Kokkos::View<std::uint16_t*, Mem> codes;
   Kokkos::View<std::int32_t*, Mem> qv;
   Kokkos::View<std::uint64_t, Mem> nverb;
-  template <bool Uniform, class I, std::uint32_t N>
+  template <bool Uniform, bool Column = false, class I, std::uint32_t N>
   KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
     T x[N];
     for (std::uint32_t j = 0; j < N; ++j)
       if (j < valid) x[j] = in(i[j]);
-    predict_batch<Uniform, T>(p, r, i, c, valid, [&](std::uint32_t j, double pred) {
+    predict_batch<Uniform, T, Column>(p, r, i, c, valid, [&](std::uint32_t j, double pred) {
       code_point<T>(p, bound, rad, x[j], pred, r, codes, qv, nverb, i[j]);
     });
   }
@@ -543,12 +627,13 @@ struct DecompressPoint {
     }
     out(i) = static_cast<T>(add_rn(pred, mul_rn(static_cast<double>(q), p.qstep)));
   }
-  template <bool Uniform, class I, std::uint32_t N>
+  template <bool Uniform, bool Column = false, class I, std::uint32_t N>
   KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
     std::int32_t code[N];
     for (std::uint32_t j = 0; j < N; ++j)
       if (j < valid) code[j] = codes(i[j]);
-    predict_batch<Uniform, T>(p, out, i, c, valid, [&](std::uint32_t j, double pred) { put(i[j], code[j], pred); });
+    predict_batch<Uniform, T, Column>(p, out, i, c, valid,
+                                      [&](std::uint32_t j, double pred) { put(i[j], code[j], pred); });
   }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
@@ -1477,13 +1562,12 @@ void trial_predict(const ExecSpace& space, const Anchors& anchors, const quantiz
     }
   };
   const int league = static_cast<int>(boxes * configs);
-  // At most 256 threads: a block of them launches whatever the kernel's
-  // register count (<= 255 each).
+  // The league is small (8 teams on a 512^3 field) and each pass a team
+  // barrier's worth of dependent loads: teams as wide as the kernel's
+  // registers allow (team_size_max) run each pass in fewer rounds (256
+  // threads a team: 36.5 us on the H200 at 512^3).
   int ts = 1;
-  if (!host) {
-    ts = Policy(space, league, Kokkos::AUTO).team_size_max(body, Kokkos::ParallelForTag());
-    ts = ts > 256 ? 256 : ts;
-  }
+  if (!host) ts = Policy(space, league, Kokkos::AUTO).team_size_max(body, Kokkos::ParallelForTag());
   Kokkos::parallel_for("ksz::spline::trial_predict", Policy(space, league, ts), body);
 }
 
