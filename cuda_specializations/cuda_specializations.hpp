@@ -56,6 +56,11 @@ inline std::atomic<bool>& enabled_flag() {
 inline bool enabled() { return impl::enabled_flag().load(std::memory_order_relaxed); }
 inline void set_enabled(bool on) { impl::enabled_flag().store(on, std::memory_order_relaxed); }
 
+// zero_offsets_from_classes's tiles of compaction blocks, and the look-back
+// states it needs for nblocks of them (a tile's, the ticket).
+constexpr std::uint64_t kZeroOffsetsTile = 1024;
+inline std::uint64_t zero_offsets_state_words(std::uint64_t nblocks) { return nblocks / kZeroOffsetsTile + 2; }
+
 // Work a caller queues right behind the Huffman encoder's single pass (CUDA),
 // before the encoder's results come back, so that one synchronization serves
 // both: queue(words, n_words) gets the bitstream and the device address of
@@ -194,6 +199,15 @@ bool code_histogram(const Kokkos::Cuda& space, const std::uint16_t* codes, std::
 // block's magnitude classes (histogram::histogram_classes) into classes.
 // False (nothing done) when switched off, center is not 4096 (code 0 is then
 // no magnitude class) or codes is not 16-byte aligned.
+// offsets[b] = the code-0 positions, at a radius whose first counted class
+// is `first`, of the compaction blocks before b (b <= nblocks), from their
+// magnitude classes (code_histogram_classes): spline::count_outliers_from_
+// classes and the exclusive scan of outliers::compact_known in one kernel
+// (decoupled look-back over tiles of kZeroOffsetsTile blocks). state:
+// zero_offsets_state_words(nblocks) words of scratch, zeroed here.
+// Asynchronous.
+bool zero_offsets_from_classes(const Kokkos::Cuda& space, const std::uint32_t* classes, std::uint64_t nblocks,
+                               std::uint32_t first, std::uint64_t* offsets, unsigned long long* state);
 bool code_histogram_classes(const Kokkos::Cuda& space, const std::uint16_t* codes, std::uint64_t n,
                             std::uint32_t center, std::uint64_t* hist, std::uint32_t* classes);
 

@@ -15,6 +15,7 @@
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "cuda_specializations/host_result.hpp"
 #include "cuda_specializations/launch.hpp"
+#include "cuda_specializations/lookback.hpp"
 #include "cuda_specializations/warp.hpp"
 #include "portable/histogram/histogram.hpp"
 #include "portable/quantize/byte_codes.hpp"
@@ -1063,6 +1064,69 @@ bool code_histogram_classes(const Kokkos::Cuda& space, const std::uint16_t* code
   code_classes_kernel<<<blocks, kThreads, shmem, st>>>(codes, n, nbins, center, hot0,
                                                        reinterpret_cast<unsigned long long*>(hist), classes);
   check(cudaGetLastError(), "code_classes_kernel");
+  return true;
+}
+
+// ------------------------------- code-0 offsets from magnitude classes
+namespace {
+constexpr std::uint32_t kOffPerThread = 4, kOffTile = kThreads * kOffPerThread;  // compaction blocks a tile
+static_assert(kOffTile == kZeroOffsetsTile, "the tile zero_offsets_state_words counts");
+
+__global__ void __launch_bounds__(kThreads)
+    zero_offsets_kernel(const std::uint32_t* __restrict__ classes, std::uint64_t nblocks, std::uint32_t first,
+                        std::uint64_t ntiles, unsigned long long* __restrict__ state,
+                        std::uint64_t* __restrict__ offsets) {
+  constexpr std::uint32_t C = histogram::kCodeClasses;
+  __shared__ unsigned long long s_tile, s_prefix;
+  unsigned long long* ticket = state + ntiles;
+  for (;;) {
+    if (threadIdx.x == 0) s_tile = atomicAdd(ticket, 1ull);
+    __syncthreads();
+    const std::uint64_t t = s_tile;
+    if (t >= ntiles) return;  // block-uniform
+    const std::uint64_t b0 = t * kOffTile + std::uint64_t(threadIdx.x) * kOffPerThread;
+    std::uint32_t c[kOffPerThread], sum = 0;  // a block's count <= 4096, a tile's < 2^23
+#pragma unroll
+    for (std::uint32_t j = 0; j < kOffPerThread; ++j) {
+      const std::uint64_t b = b0 + j;
+      c[j] = 0;
+      if (b < nblocks) {
+        const std::uint32_t* k = classes + b * C;
+        c[j] = k[C - 1];  // code 0
+        for (std::uint32_t q = first; q < C - 1; ++q) c[j] += k[q];
+      }
+      sum += c[j];
+    }
+    std::uint32_t total;
+    std::uint32_t run = warp::block_scan<kThreads>(sum, total);
+    if (threadIdx.x < 32) {
+      lookback::publish_aggregate(state, t, total);
+      const std::uint64_t prefix = lookback::resolve(state, t, total);
+      if (threadIdx.x == 0) s_prefix = prefix;
+    }
+    __syncthreads();
+    std::uint64_t at = s_prefix + run;
+#pragma unroll
+    for (std::uint32_t j = 0; j < kOffPerThread; ++j) {
+      const std::uint64_t b = b0 + j;
+      if (b <= nblocks) offsets[b] = at;
+      at += c[j];
+    }
+    __syncthreads();  // s_tile, s_prefix are reused
+  }
+}
+}  // namespace
+
+bool zero_offsets_from_classes(const Kokkos::Cuda& space, const std::uint32_t* classes, std::uint64_t nblocks,
+                               std::uint32_t first, std::uint64_t* offsets, unsigned long long* state) {
+  if (!enabled() || first >= histogram::kCodeClasses) return false;
+  const std::uint64_t ntiles = zero_offsets_state_words(nblocks) - 1;  // entry nblocks (the total) included
+  cudaStream_t st = space.cuda_stream();
+  check(cudaMemsetAsync(state, 0, (ntiles + 1) * sizeof(unsigned long long), st), "zero offsets states");
+  const std::uint64_t resident = std::uint64_t(launch::resident_blocks(zero_offsets_kernel, kThreads, 0));
+  const unsigned blocks = static_cast<unsigned>(ntiles < resident ? ntiles : resident);
+  zero_offsets_kernel<<<blocks, kThreads, 0, st>>>(classes, nblocks, first, ntiles, state, offsets);
+  check(cudaGetLastError(), "zero_offsets_kernel");
   return true;
 }
 

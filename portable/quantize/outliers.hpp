@@ -128,6 +128,17 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_known(
   return impl::list_hits<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
 }
 
+// compact_known for offsets already scanned (offsets(b): the hits of the
+// blocks before b, b <= nblocks).
+template <class ExecSpace, class Pred>
+Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_scanned(
+    const ExecSpace& space, std::uint64_t n, Pred pred, const char* label,
+    Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> offsets, std::uint64_t count,
+    typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
+    typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot) {
+  return impl::list_hits<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
+}
+
 // Indices i in [0, n) with pred(i), increasing. pred must be a device-callable
 // functor taking std::uint64_t. Three steps: per-block counts (a team
 // reduction each), an exclusive scan over the few block counts, and a team

@@ -48,6 +48,7 @@ class Workspace {
     kTrialResiduals,   // sparse residuals
     kTrialPasses,      // and pass table
     kZeroCounts,       // the interp compressor's code-0 counts per compaction block
+    kZeroScanState,    // and their scan's look-back states (on CUDA)
     kCodeClasses,      // and its codes' magnitude classes per compaction block (histogram::histogram_classes)
     kOutlierSplit,     // its outlier list when verbatim elements are split off the code-0 list
     kBitGroups,        // outliers::list_bits' counts per group of words

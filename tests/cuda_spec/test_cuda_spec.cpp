@@ -12,6 +12,7 @@
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/histogram/histogram.hpp"
 #include "portable/lossless/lossless.hpp"
+#include "portable/predict/spline/spline.hpp"
 #include "tests/common/fields.hpp"
 
 namespace ksz::test {
@@ -371,6 +372,39 @@ TEST(CudaSpecializations, LosslessEncodeQueuedSameAsEncode) {
           EXPECT_TRUE(got == w) << what;
         }
       }
+    }
+  }
+}
+
+// The code-0 offsets from magnitude classes in one kernel (the interp
+// compressor's outlier compaction on CUDA) equal the exclusive scan of
+// count_outliers_from_classes' counts: one tile and many (a tile is 1024
+// compaction blocks), every candidate radius.
+TEST(CudaSpecializations, ZeroOffsetsFromClassesAreTheScannedCounts) {
+  SpecGuard guard;
+  Kokkos::Cuda space;
+  Lcg next{3};
+  constexpr std::uint32_t C = histogram::kCodeClasses;
+  for (const std::uint64_t nblocks : {1ull, 1023ull, 1024ull, 1025ull, 40000ull}) {
+    std::vector<std::uint32_t> h(nblocks * C);
+    for (auto& c : h) c = next() % 5 == 0 ? next() % 400 : 0;
+    Kokkos::View<std::uint32_t*, Kokkos::CudaSpace> classes("classes", h.size());
+    Kokkos::deep_copy(classes, Kokkos::View<const std::uint32_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                                   h.data(), h.size()));
+    for (std::uint32_t r = 1u << spline::kSpreadMinLog; r <= spline::kAutoRadiusMax; r *= 2) {
+      Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> offsets("offsets", nblocks + 1);
+      Kokkos::View<unsigned long long*, Kokkos::CudaSpace> state("state", cuda_spec::zero_offsets_state_words(nblocks));
+      ASSERT_TRUE(spline::zero_offsets_from_classes<Kokkos::Cuda>(space, classes, nblocks, r, offsets, state));
+      Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> counts("counts", nblocks);
+      spline::count_outliers_from_classes<Kokkos::Cuda>(space, classes, nblocks, r, counts);
+      const auto o = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), offsets);
+      const auto c = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), counts);
+      std::uint64_t run = 0, bad = 0;
+      for (std::uint64_t b = 0; b <= nblocks; ++b) {
+        bad += o(b) != run ? 1 : 0;
+        if (b < nblocks) run += c(b);
+      }
+      EXPECT_EQ(bad, 0u) << nblocks << " blocks, radius " << r;
     }
   }
 }

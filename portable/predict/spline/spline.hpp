@@ -1083,15 +1083,20 @@ struct ListedResidual {
 // classes log2(r) - kSpreadMinLog and up, |q| >= r.
 static_assert(histogram::kClassBlock == outliers::kCompactBlock, "a class block is a compaction block");
 static_assert(histogram::kCodeClasses == kSpreadMaxLog - kSpreadMinLog + 1, "a class per spread bucket below 2^12");
+// The first class radius r counts (log2(r) - kSpreadMinLog).
+inline std::uint32_t first_class(std::uint32_t r) {
+  std::uint32_t first = 0;
+  while ((std::uint32_t(1) << (first + kSpreadMinLog)) < r) ++first;
+  KSZ_EXPECTS(r == std::uint32_t(1) << (first + kSpreadMinLog) && r <= kAutoRadiusMax, "internal: radius ", r,
+              " has no magnitude class");
+  return first;
+}
 template <class ExecSpace>
 void count_outliers_from_classes(const ExecSpace& space,
                                  Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> classes,
                                  std::uint64_t nblocks, std::uint32_t r,
                                  Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> counts) {
-  int first = 0;
-  while ((std::uint32_t(1) << (first + kSpreadMinLog)) < r) ++first;
-  KSZ_EXPECTS(r == std::uint32_t(1) << (first + kSpreadMinLog) && r <= kAutoRadiusMax, "internal: radius ", r,
-              " has no magnitude class");
+  const int first = static_cast<int>(first_class(r));
   constexpr int C = histogram::kCodeClasses;
   Kokkos::parallel_for(
       "ksz::spline::count_outliers_from_classes", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks),
@@ -1100,6 +1105,29 @@ void count_outliers_from_classes(const ExecSpace& space,
         for (int k = first; k < C - 1; ++k) s += classes(b * C + k);
         counts(b) = s;
       });
+}
+
+// count_outliers_from_classes's counts already scanned (offsets[b]: the
+// code-0 positions of the blocks before b, b <= nblocks), on CUDA in one
+// kernel (cuda_spec::zero_offsets_from_classes, its look-back states in
+// `state`, cuda_spec::zero_offsets_state_words of them); false (nothing
+// done) elsewhere: count, then scan.
+template <class ExecSpace>
+bool zero_offsets_from_classes(const ExecSpace& space,
+                               Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> classes,
+                               std::uint64_t nblocks, std::uint32_t r,
+                               Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> offsets,
+                               Kokkos::View<unsigned long long*, typename ExecSpace::memory_space> state) {
+#if defined(KSZ_HAVE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1 && state.extent(0) >= cuda_spec::zero_offsets_state_words(nblocks),
+                "internal: code-0 offsets' buffers too short");
+    return cuda_spec::zero_offsets_from_classes(space, classes.data(), nblocks, first_class(r), offsets.data(),
+                                                state.data());
+  }
+#endif
+  (void)space, (void)classes, (void)nblocks, (void)r, (void)offsets, (void)state;
+  return false;
 }
 
 // Anchors (all coordinates multiples of S): pre-quantized with the anchor
