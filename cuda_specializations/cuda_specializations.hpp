@@ -265,14 +265,12 @@ bool lossless_encode(const Kokkos::Cuda& space, const std::uint8_t* in, std::uin
 // The same encoder queued on a Huffman bitstream whose length in words a
 // kernel before it leaves at *n_words (at most max_words), nothing awaited:
 // the payload's data bytes are left at *total (device memory in ws), and
-// lossless_payload_bytes gives the payload's length once both are known.
+// lossless::payload_bytes gives the payload's length once both are known.
 bool lossless_encode_words_queued(const Kokkos::Cuda& space, const std::uint32_t* words, const std::uint64_t* n_words,
                                   std::uint64_t max_words, bool bytes,
                                   pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws,
                                   Kokkos::View<std::uint8_t*, Kokkos::CudaSpace>& payload,
                                   const unsigned long long*& total);
-// The payload's length for n input bytes and data_bytes of coded blocks.
-std::uint64_t lossless_payload_bytes(std::uint64_t n, std::uint64_t data_bytes);
 
 struct InflateTables {
   const std::uint32_t *lut, *limit, *first, *offset;

@@ -287,10 +287,6 @@ bool queue_encode(const Kokkos::Cuda& space, const std::uint8_t* in, std::uint64
 }
 }  // namespace
 
-std::uint64_t lossless_payload_bytes(std::uint64_t n, std::uint64_t data_bytes) {
-  return lossless::kHeaderBytes + 4 * ((n + enc::kBlock - 1) / enc::kBlock) + data_bytes;
-}
-
 bool lossless_encode(const Kokkos::Cuda& space, const std::uint8_t* in, std::uint64_t n, bool bytes, int log2_block,
                      pipeline::Workspace<Kokkos::CudaSpace>::Lease* ws,
                      Kokkos::View<std::uint8_t*, Kokkos::CudaSpace>& payload, std::uint64_t& size) {
@@ -298,7 +294,7 @@ bool lossless_encode(const Kokkos::Cuda& space, const std::uint8_t* in, std::uin
   unsigned long long* total = slot.device<unsigned long long>();
   if (!queue_encode(space, in, n, nullptr, bytes, log2_block, ws, payload, total)) return false;
   check(cudaStreamSynchronize(space.cuda_stream()), "lossless encode");
-  size = lossless_payload_bytes(n, slot.host<unsigned long long>()[0]);
+  size = lossless::payload_bytes(n, enc::kLog2Block, slot.host<unsigned long long>()[0]);
   return true;
 }
 

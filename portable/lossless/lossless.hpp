@@ -545,6 +545,13 @@ struct BlockOffsets {
 
 }  // namespace impl
 
+// A payload's bytes for n input bytes in blocks of 2^log2_block, whose
+// coded blocks take data_bytes: the header, a size a block, the data.
+inline std::uint64_t payload_bytes(std::uint64_t n, int log2_block, std::uint64_t data_bytes) {
+  const std::uint64_t nb = (n + (std::uint64_t(1) << log2_block) - 1) >> log2_block;
+  return kHeaderBytes + 4 * nb + data_bytes;
+}
+
 template <class ExecSpace>
 struct Encoded {
   Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> bytes;  // exactly `size` bytes, or none (below)
@@ -607,7 +614,7 @@ Encoded<ExecSpace> encode(const ExecSpace& space, Kokkos::View<const std::uint8_
 
   const std::uint64_t data_start = kHeaderBytes + 4 * nb;
   Encoded<ExecSpace> res;
-  res.size = data_start + total;
+  res.size = payload_bytes(n, log2_block, total);
   if (res.size >= give_up_at) return res;
   res.bytes = WS::template buffer<std::uint8_t>(ws, WS::kLosslessPayload, res.size, "ksz::lossless::payload");
   Kokkos::View<std::uint64_t*, Kokkos::HostSpace> head("ksz::lossless::header", kHeaderBytes / 8);

@@ -370,20 +370,6 @@ std::vector<std::uint8_t> words_segment(const ExecSpace& space,
   using Mem = typename ExecSpace::memory_space;
   applied = LosslessId::None;
   std::vector<std::uint8_t> out;
-  if (queued) {
-    KSZ_EXPECTS(pass != LosslessId::None && n_words < n_codes / 16, "internal: lossless pass queued for dense words");
-    if (n_words > 0 && queued->size < n_words * 4) {
-      applied = pass;
-      out = to_host_bytes(queued->bytes, queued->size);
-    }
-    if (applied == LosslessId::None) out = to_host_bytes(words, n_words);
-    if (report) {
-      report->huffman_bytes = n_words * 4;
-      report->lossless_bytes = out.size();
-      report->lossless = applied;
-    }
-    return out;
-  }
   // The pass is kept only where it shrinks the bitstream; a count of nonzero
   // units first rules out, exactly, the streams it cannot shrink (dense
   // Huffman output at low ratios), which then skip it: same stream either way.
@@ -393,18 +379,21 @@ std::vector<std::uint8_t> words_segment(const ExecSpace& space,
   // compressor's words at REL 1e-3 hold 1.6 bits a symbol and shrink by a
   // quarter; Lorenzo's, at 2.1, keep the count and skip the pass).
   const bool sparse = n_words < n_codes / 16;  // under 2 bits a symbol
+  KSZ_EXPECTS(!queued || (pass != LosslessId::None && sparse), "internal: lossless pass queued for dense words");
   const bool attempt = pass != LosslessId::None && n_words > 0 &&
                        (sparse || !lossless::cannot_shrink<ExecSpace>(
                            space, Kokkos::subview(words, std::make_pair(std::uint64_t(0), n_words)),
                            static_cast<lossless::Method>(pass), lossless::kLog2BlockDefault, ws));
   lossless::Encoded<ExecSpace> enc;
-  if (attempt) {
+  if (queued) {
+    enc = *queued;
+  } else if (attempt) {
     const Kokkos::View<const std::uint8_t*, Mem, Kokkos::MemoryTraits<Kokkos::Unmanaged>> bytes(
         reinterpret_cast<const std::uint8_t*>(words.data()), n_words * 4);
     enc = lossless::encode<ExecSpace>(space, bytes, static_cast<lossless::Method>(pass), lossless::kLog2BlockDefault,
                                       n_words * 4, ws);
   }
-  if (pass != LosslessId::None) timer.mark("lossless pass");  // fenced: sizes were read back
+  if (pass != LosslessId::None && !queued) timer.mark("lossless pass");  // fenced: sizes were read back
   if (attempt && enc.size < n_words * 4) {
     applied = pass;
     out = to_host_bytes(enc.bytes, enc.size);
@@ -634,8 +623,9 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   timer.mark(follow.queued ? "huffman encode+lossless pass" : "huffman encode");
 #if defined(KSZ_HAVE_CUDA)
   if (follow.queued) {
-    queued.size = cuda_spec::lossless_payload_bytes(enc.n_words * 4, follow.result);
-    if (queued.size < enc.n_words * 4) queued.bytes = Kokkos::subview(payload, std::make_pair(std::uint64_t(0), queued.size));
+    queued.size = lossless::payload_bytes(enc.n_words * 4, lossless::kLog2BlockDefault, follow.result);
+    if (queued.size < enc.n_words * 4)  // else only the size, as lossless::encode's give-up
+      queued.bytes = Kokkos::subview(payload, std::make_pair(std::uint64_t(0), queued.size));
   }
 #endif
   HuffmanSegments out;

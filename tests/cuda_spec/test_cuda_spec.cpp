@@ -364,7 +364,7 @@ TEST(CudaSpecializations, LosslessEncodeQueuedSameAsEncode) {
           unsigned long long t = 0;
           Kokkos::deep_copy(space, t, Kokkos::View<const unsigned long long, Mem, Kokkos::MemoryUnmanaged>(total));
           space.fence();
-          const std::uint64_t size = cuda_spec::lossless_payload_bytes(4 * n_words, t);
+          const std::uint64_t size = lossless::payload_bytes(4 * n_words, lossless::kLog2BlockDefault, t);
           ASSERT_EQ(size, want.size) << what;
           std::vector<std::uint8_t> got(size);
           Kokkos::deep_copy(Kokkos::View<std::uint8_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(got.data(), size),

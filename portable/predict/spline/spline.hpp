@@ -342,28 +342,33 @@ constexpr std::uint32_t kPassPerIter = 4;
 // issue slots.)
 // The walk's geometry travels in 32-bit fields; consecutive iterations are
 // consecutive lanes (Kokkos's CUDA RangePolicy blocks are multiples of 32).
-struct RowWalk {
-  FastDiv segs, rows1;  // by the segments of a row, by cnt[1]
+struct PassWalk {
+  FastDiv segs, rows;  // by the segments of a row, by the rows of the next dimension walked
   std::uint32_t n0 = 0, dim = 0;
   std::uint32_t first[3] = {0, 0, 0}, step[3] = {1, 1, 1};
   std::uint32_t stride1 = 0, stride2 = 0;
 };
-
-template <std::uint32_t J, class ExecSpace, class F>
-void walk_rows(const ExecSpace& space, const Pass& p, const char* label, const F& f) {
-  constexpr std::uint32_t kLanes = 32, kSeg = kLanes * J;
-  RowWalk w;
+// segs segments a row along x; `rows` the count walked next.
+inline PassWalk make_walk(const Pass& p, std::uint32_t segs, std::uint64_t rows) {
+  PassWalk w;
   w.n0 = static_cast<std::uint32_t>(p.cnt[0]);
   w.dim = p.dim;
-  const std::uint32_t segs = (w.n0 + kSeg - 1) / kSeg;
   w.segs = FastDiv(segs);
-  w.rows1 = FastDiv(static_cast<std::uint32_t>(p.cnt[1]));
+  w.rows = FastDiv(static_cast<std::uint32_t>(rows));
   for (int d = 0; d < 3; ++d) {
     w.first[d] = static_cast<std::uint32_t>(p.first[d]);
     w.step[d] = static_cast<std::uint32_t>(p.step[d]);
   }
   w.stride1 = static_cast<std::uint32_t>(p.shape.stride[1]);
   w.stride2 = static_cast<std::uint32_t>(p.shape.stride[2]);
+  return w;
+}
+
+template <std::uint32_t J, class ExecSpace, class F>
+void walk_rows(const ExecSpace& space, const Pass& p, const char* label, const F& f) {
+  constexpr std::uint32_t kLanes = 32, kSeg = kLanes * J;
+  const std::uint32_t segs = static_cast<std::uint32_t>((p.cnt[0] + kSeg - 1) / kSeg);
+  const PassWalk w = make_walk(p, segs, p.cnt[1]);
   const std::uint64_t iters = p.cnt[1] * p.cnt[2] * segs * kLanes;
   const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
                                                     Kokkos::Experimental::WorkItemProperty::HintLightWeight);
@@ -372,7 +377,7 @@ void walk_rows(const ExecSpace& space, const Pass& p, const char* label, const F
         const std::uint32_t lane = static_cast<std::uint32_t>(it) & (kLanes - 1);
         const std::uint32_t cw = static_cast<std::uint32_t>(it / kLanes);
         const std::uint32_t row = w.segs.div(cw), seg = cw - row * w.segs.d;
-        const std::uint32_t k2 = w.rows1.div(row), k1 = row - k2 * w.rows1.d;
+        const std::uint32_t k2 = w.rows.div(row), k1 = row - k2 * w.rows.d;
         const std::uint32_t y = w.first[1] + k1 * w.step[1], z = w.first[2] + k2 * w.step[2];
         const std::uint32_t base = y * w.stride1 + z * w.stride2;
         const std::uint32_t k0 = seg * kSeg + lane;
@@ -402,29 +407,13 @@ void walk_rows(const ExecSpace& space, const Pass& p, const char* label, const F
 // take the segments of a row, then the rows of the other dimension, then the
 // next J points along the pass's: the neighbours two columns share are read
 // while still in L2.
-struct ColumnWalk {
-  FastDiv segs, rows;  // by the segments of a row, by the rows of the other dimension
-  std::uint32_t n0 = 0, nd = 0;
-  std::uint32_t first[3] = {0, 0, 0}, step[3] = {1, 1, 1};
-  std::uint32_t stride1 = 0, stride2 = 0;
-};
-
 template <std::uint32_t J, class ExecSpace, class F>
 void walk_columns(const ExecSpace& space, const Pass& p, const char* label, const F& f) {
   constexpr std::uint32_t kLanes = 32;
-  ColumnWalk w;
   const std::uint32_t d = p.dim, o = 3 - d;  // the pass's dimension (1 or 2) and the other one
-  w.n0 = static_cast<std::uint32_t>(p.cnt[0]);
-  w.nd = static_cast<std::uint32_t>(p.cnt[d]);
-  const std::uint32_t segs = (w.n0 + kLanes - 1) / kLanes;
-  w.segs = FastDiv(segs);
-  w.rows = FastDiv(static_cast<std::uint32_t>(p.cnt[o]));
-  for (int q = 0; q < 3; ++q) {
-    w.first[q] = static_cast<std::uint32_t>(p.first[q]);
-    w.step[q] = static_cast<std::uint32_t>(p.step[q]);
-  }
-  w.stride1 = static_cast<std::uint32_t>(p.shape.stride[1]);
-  w.stride2 = static_cast<std::uint32_t>(p.shape.stride[2]);
+  const std::uint32_t segs = static_cast<std::uint32_t>((p.cnt[0] + kLanes - 1) / kLanes);
+  const PassWalk w = make_walk(p, segs, p.cnt[o]);
+  const std::uint32_t nd = static_cast<std::uint32_t>(p.cnt[d]);
   const std::uint64_t groups = (p.cnt[d] + J - 1) / J;
   const std::uint64_t iters = p.cnt[o] * groups * segs * kLanes;
   const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
@@ -447,7 +436,7 @@ void walk_columns(const ExecSpace& space, const Pass& p, const char* label, cons
           const std::uint32_t kd = g * J + j;
           c[j] = (along_z ? w.first[2] : w.first[1]) + kd * (along_z ? w.step[2] : w.step[1]);
           i[j] = base + c[j] * sd;
-          valid += kd < w.nd ? 1u : 0u;
+          valid += kd < nd ? 1u : 0u;
         }
         if (k0 >= w.n0) valid = 0;
         f.template batch<false, true>(i, c, valid);
