@@ -81,21 +81,25 @@ void scan_offsets(const ExecSpace& space, std::uint64_t n,
     Kokkos::parallel_scan("ksz::outliers::block_offsets", policy, ExclusiveScan<Mem>{offsets, offsets, nblocks});
 }
 
-// The list of count hits from the scanned offsets: from the workspace when
-// the caller holds a lease (an allocation a call costs a cudaMalloc, and its
-// release a synchronizing cudaFree), filled by compact_blocks.
+}  // namespace impl
+
+// The list of count hits from offsets already scanned (offsets(b): the hits
+// of the blocks before b, b <= nblocks): from the workspace when the caller
+// holds a lease (an allocation a call costs a cudaMalloc, and its release a
+// synchronizing cudaFree), filled by compact_blocks. compact_counted's and
+// compact_known's last step, and theirs for a caller that scanned itself.
 template <class ExecSpace, class Pred>
-Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> list_hits(
+Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_scanned(
     const ExecSpace& space, std::uint64_t n, Pred pred, const char* label,
     Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> offsets, std::uint64_t count,
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot) {
   using Mem = typename ExecSpace::memory_space;
-  const Kokkos::View<std::uint64_t*, Mem> idx = pipeline::Workspace<Mem>::template buffer<std::uint64_t>(ws, slot, count, label);
-  if (count > 0) compact_blocks(space, n, pred, offsets, idx, count);
+  const Kokkos::View<std::uint64_t*, Mem> idx =
+      pipeline::Workspace<Mem>::template buffer<std::uint64_t>(ws, slot, count, label);
+  if (count > 0) impl::compact_blocks(space, n, pred, offsets, idx, count);
   return idx;
 }
-}  // namespace impl
 
 // The second and third steps of compact_indices, for a caller that counted
 // the hits of each block itself: offsets(b) holds block b's count on entry
@@ -111,7 +115,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_counted(
   std::uint64_t count = 0;
   impl::scan_offsets(space, n, offsets, &count);
   KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
-  return impl::list_hits<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
+  return compact_scanned<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
 }
 
 // compact_counted for a caller that knows the total (`count`) without asking
@@ -125,18 +129,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_known(
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot) {
   impl::scan_offsets(space, n, offsets);
-  return impl::list_hits<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
-}
-
-// compact_known for offsets already scanned (offsets(b): the hits of the
-// blocks before b, b <= nblocks).
-template <class ExecSpace, class Pred>
-Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_scanned(
-    const ExecSpace& space, std::uint64_t n, Pred pred, const char* label,
-    Kokkos::View<const std::uint64_t*, typename ExecSpace::memory_space> offsets, std::uint64_t count,
-    typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
-    typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot) {
-  return impl::list_hits<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
+  return compact_scanned<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
 }
 
 // Indices i in [0, n) with pred(i), increasing. pred must be a device-callable

@@ -343,11 +343,29 @@ constexpr std::uint32_t kPassPerIter = 4;
 // The walk's geometry travels in 32-bit fields; consecutive iterations are
 // consecutive lanes (Kokkos's CUDA RangePolicy blocks are multiples of 32).
 struct PassWalk {
+  static constexpr std::uint32_t kLanes = 32;
   FastDiv segs, rows;  // by the segments of a row, by the rows of the next dimension walked
   std::uint32_t n0 = 0, dim = 0;
   std::uint32_t first[3] = {0, 0, 0}, step[3] = {1, 1, 1};
   std::uint32_t stride1 = 0, stride2 = 0;
+  // Iteration it: its lane, segment of a row, row (< rows) and the index
+  // walked after the rows.
+  KOKKOS_INLINE_FUNCTION void split(std::uint64_t it, std::uint32_t& lane, std::uint32_t& seg, std::uint32_t& row,
+                                    std::uint32_t& outer) const {
+    lane = static_cast<std::uint32_t>(it) & (kLanes - 1);
+    const std::uint32_t cw = static_cast<std::uint32_t>(it / kLanes);
+    const std::uint32_t rest = segs.div(cw);
+    seg = cw - rest * segs.d;
+    outer = rows.div(rest);
+    row = rest - outer * rows.d;
+  }
 };
+// A walk's iterations (a lane each) on GPUs.
+template <class ExecSpace>
+auto walk_policy(const ExecSpace& space, std::uint64_t iters) {
+  return Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
+                                       Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+}
 // segs segments a row along x; `rows` the count walked next.
 inline PassWalk make_walk(const Pass& p, std::uint32_t segs, std::uint64_t rows) {
   PassWalk w;
@@ -366,18 +384,13 @@ inline PassWalk make_walk(const Pass& p, std::uint32_t segs, std::uint64_t rows)
 
 template <std::uint32_t J, class ExecSpace, class F>
 void walk_rows(const ExecSpace& space, const Pass& p, const char* label, const F& f) {
-  constexpr std::uint32_t kLanes = 32, kSeg = kLanes * J;
+  constexpr std::uint32_t kLanes = PassWalk::kLanes, kSeg = kLanes * J;
   const std::uint32_t segs = static_cast<std::uint32_t>((p.cnt[0] + kSeg - 1) / kSeg);
   const PassWalk w = make_walk(p, segs, p.cnt[1]);
-  const std::uint64_t iters = p.cnt[1] * p.cnt[2] * segs * kLanes;
-  const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
-                                                    Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   Kokkos::parallel_for(
-      label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
-        const std::uint32_t lane = static_cast<std::uint32_t>(it) & (kLanes - 1);
-        const std::uint32_t cw = static_cast<std::uint32_t>(it / kLanes);
-        const std::uint32_t row = w.segs.div(cw), seg = cw - row * w.segs.d;
-        const std::uint32_t k2 = w.rows.div(row), k1 = row - k2 * w.rows.d;
+      label, walk_policy(space, p.cnt[1] * p.cnt[2] * segs * kLanes), KOKKOS_LAMBDA(const std::uint64_t it) {
+        std::uint32_t lane, seg, k1, k2;
+        w.split(it, lane, seg, k1, k2);
         const std::uint32_t y = w.first[1] + k1 * w.step[1], z = w.first[2] + k2 * w.step[2];
         const std::uint32_t base = y * w.stride1 + z * w.stride2;
         const std::uint32_t k0 = seg * kSeg + lane;
@@ -409,22 +422,17 @@ void walk_rows(const ExecSpace& space, const Pass& p, const char* label, const F
 // while still in L2.
 template <std::uint32_t J, class ExecSpace, class F>
 void walk_columns(const ExecSpace& space, const Pass& p, const char* label, const F& f) {
-  constexpr std::uint32_t kLanes = 32;
+  constexpr std::uint32_t kLanes = PassWalk::kLanes;
   const std::uint32_t d = p.dim, o = 3 - d;  // the pass's dimension (1 or 2) and the other one
   const std::uint32_t segs = static_cast<std::uint32_t>((p.cnt[0] + kLanes - 1) / kLanes);
   const PassWalk w = make_walk(p, segs, p.cnt[o]);
   const std::uint32_t nd = static_cast<std::uint32_t>(p.cnt[d]);
   const std::uint64_t groups = (p.cnt[d] + J - 1) / J;
-  const std::uint64_t iters = p.cnt[o] * groups * segs * kLanes;
-  const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
-                                                    Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   const bool along_z = d == 2;
   Kokkos::parallel_for(
-      label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
-        const std::uint32_t lane = static_cast<std::uint32_t>(it) & (kLanes - 1);
-        const std::uint32_t cw = static_cast<std::uint32_t>(it / kLanes);
-        const std::uint32_t rest = w.segs.div(cw), seg = cw - rest * w.segs.d;
-        const std::uint32_t g = w.rows.div(rest), ko = rest - g * w.rows.d;
+      label, walk_policy(space, p.cnt[o] * groups * segs * kLanes), KOKKOS_LAMBDA(const std::uint64_t it) {
+        std::uint32_t lane, seg, ko, g;
+        w.split(it, lane, seg, ko, g);
         const std::uint32_t k0 = seg * kLanes + lane;
         const std::uint32_t x = w.first[0] + k0 * w.step[0];
         const std::uint32_t co = (along_z ? w.first[1] : w.first[2]) + ko * (along_z ? w.step[1] : w.step[2]);
@@ -475,8 +483,7 @@ void for_each_point(const ExecSpace& space, const Pass& pass, const char* label,
     // Larger fields: kPassPerIter points an iteration, k = c + j iters
     // (coalesced across a warp), indices in 64 bits.
     const std::uint64_t total = p.count(), iters = (total + kPassPerIter - 1) / kPassPerIter;
-    const auto policy = Kokkos::Experimental::require(Kokkos::RangePolicy<ExecSpace>(space, 0, iters),
-                                                      Kokkos::Experimental::WorkItemProperty::HintLightWeight);
+    const auto policy = walk_policy(space, iters);
     Kokkos::parallel_for(
         label, policy, KOKKOS_LAMBDA(const std::uint64_t it) {
           std::uint64_t i[kPassPerIter], c[kPassPerIter];
