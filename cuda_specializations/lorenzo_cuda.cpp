@@ -1089,12 +1089,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (std::uint32_t j = 0; j < kOffPerThread; ++j) {
       const std::uint64_t b = b0 + j;
-      c[j] = 0;
-      if (b < nblocks) {
-        const std::uint32_t* k = classes + b * C;
-        c[j] = k[C - 1];  // code 0
-        for (std::uint32_t q = first; q < C - 1; ++q) c[j] += k[q];
-      }
+      c[j] = b < nblocks ? histogram::zeros_of_classes(classes + b * C, static_cast<int>(first)) : 0u;
       sum += c[j];
     }
     std::uint32_t total;

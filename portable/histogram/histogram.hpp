@@ -181,6 +181,15 @@ void histogram(const ExecSpace& space,
 constexpr std::uint64_t kClassBlock = 4096;
 constexpr int kCodeClasses = 9;
 
+// A block's code-0 positions at a radius whose first counted class is
+// `first`, from its kCodeClasses counts k: code 0 (the last class) and the
+// magnitude classes from `first` up.
+KOKKOS_INLINE_FUNCTION std::uint32_t zeros_of_classes(const std::uint32_t* k, int first) {
+  std::uint32_t s = k[kCodeClasses - 1];
+  for (int q = first; q < kCodeClasses - 1; ++q) s += k[q];
+  return s;
+}
+
 // histogram() of codes at radius center, and where the backend counts them in
 // the same pass (CUDA with the specializations on, center 4096) each
 // block's magnitude classes into classes (kCodeClasses a block): true then.

@@ -63,10 +63,11 @@ void compact_blocks(const ExecSpace& space, std::uint64_t n, Pred pred,
         });
       });
 }
+}  // namespace impl
 
-// The blocks' hit counts in offsets (nblocks + 1 entries, the last ignored)
-// into their exclusive scan; with `total`, the hits' number comes back (the
-// scan then waits for the device).
+// The blocks' hit counts in offsets (nblocks + 1 entries for n elements, the
+// last ignored) into their exclusive scan; with `total`, the hits' number
+// comes back (the scan then waits for the device).
 template <class ExecSpace>
 void scan_offsets(const ExecSpace& space, std::uint64_t n,
                   Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> offsets,
@@ -80,8 +81,6 @@ void scan_offsets(const ExecSpace& space, std::uint64_t n,
   else
     Kokkos::parallel_scan("ksz::outliers::block_offsets", policy, ExclusiveScan<Mem>{offsets, offsets, nblocks});
 }
-
-}  // namespace impl
 
 // The list of count hits from offsets already scanned (offsets(b): the hits
 // of the blocks before b, b <= nblocks): from the workspace when the caller
@@ -113,7 +112,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_counted(
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot =
         pipeline::Workspace<typename ExecSpace::memory_space>::kOutliers) {
   std::uint64_t count = 0;
-  impl::scan_offsets(space, n, offsets, &count);
+  scan_offsets(space, n, offsets, &count);
   KSZ_EXPECTS(known_count == ~std::uint64_t(0) || known_count == count, "internal: compaction count mismatch");
   return compact_scanned<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
 }
@@ -128,7 +127,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> compact_known(
     Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> offsets, std::uint64_t count,
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Lease* ws,
     typename pipeline::Workspace<typename ExecSpace::memory_space>::Slot slot) {
-  impl::scan_offsets(space, n, offsets);
+  scan_offsets(space, n, offsets);
   return compact_scanned<ExecSpace>(space, n, pred, label, offsets, count, ws, slot);
 }
 

@@ -322,27 +322,24 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const spline::ListedResidual<Mem> residual{codes, qv, static_cast<std::int32_t>(coded_radius)};
   const Kokkos::View<std::uint64_t*, Mem> zero_counts =
       ws.template get<std::uint64_t>(WS::kZeroCounts, nblocks + 1, "ksz::zero_counts");
-  // On CUDA the classes' counts come scanned, in one kernel.
-  const bool scanned =
-      classed && spline::zero_offsets_from_classes<ExecSpace>(
-                     space, classes, nblocks, radius, zero_counts,
-                     ws.template get<unsigned long long>(WS::kZeroScanState, cuda_spec::zero_offsets_state_words(nblocks),
-                                                        "ksz::zero_scan"));
-  if (classed && !scanned)
-    spline::count_outliers_from_classes<ExecSpace>(space, classes, nblocks, radius, zero_counts);
-  else if (!classed)
+  if (classed)  // counted from the classes and scanned (on CUDA in one kernel)
+    spline::zero_offsets_from_classes<ExecSpace>(
+        space, classes, nblocks, radius, zero_counts,
+        ws.template get<unsigned long long>(WS::kZeroScanState, cuda_spec::zero_offsets_state_words(nblocks),
+                                           "ksz::zero_scan"));
+  else
     spline::count_outliers<ExecSpace>(space, codes, narrow, zero_counts);
   // With the histogram known here its bin 0 is their number: the list is
   // made without waiting for the device (checked below, where this thread
   // waits anyway).
   const auto is_zero = KOKKOS_LAMBDA(const std::uint64_t i) { return narrow(codes(i)) == 0; };
   const auto zero_idx =
-      hist.empty() ? outliers::compact_counted(space, n, is_zero, "ksz::zero_index", zero_counts, ~std::uint64_t(0),
-                                               &ws, WS::kOutliers)
-                   : scanned ? outliers::compact_scanned(space, n, is_zero, "ksz::zero_index", zero_counts, hist[0],
-                                                         &ws, WS::kOutliers)
-                             : outliers::compact_known(space, n, is_zero, "ksz::zero_index", zero_counts, hist[0], &ws,
-                                                       WS::kOutliers);
+      classed        ? outliers::compact_scanned(space, n, is_zero, "ksz::zero_index", zero_counts, hist[0], &ws,
+                                                 WS::kOutliers)
+      : hist.empty() ? outliers::compact_counted(space, n, is_zero, "ksz::zero_index", zero_counts, ~std::uint64_t(0),
+                                                 &ws, WS::kOutliers)
+                     : outliers::compact_known(space, n, is_zero, "ksz::zero_index", zero_counts, hist[0], &ws,
+                                               WS::kOutliers);
   const std::uint64_t n_zero = zero_idx.extent(0);
   KSZ_EXPECTS(n_verbatim <= n_zero, "internal: more verbatim elements than code-0 positions");
   // Without verbatim elements every code-0 position is an outlier; with them,

@@ -352,6 +352,10 @@ std::pair<Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space>, 
 
 // ---- The lossless pass on segment 3 (FORMAT.md "Lossless pass") ----
 
+// Huffman words under 2 bits a symbol: words_segment tries the pass on them
+// without first counting what it could save.
+inline bool sparse_words(std::uint64_t n_words, std::uint64_t n_codes) { return n_words < n_codes / 16; }
+
 // Segment 3 as stored: the Huffman words (coding n_codes symbols) through
 // `pass` where that shrinks them, else the words themselves. `applied` gets
 // what header byte 5 must say. The device-side pass is marked on `timer` as
@@ -378,7 +382,7 @@ std::vector<std::uint8_t> words_segment(const ExecSpace& space,
   // kernel and a read-back: 20-35 us on the H200 at 512^3, where the interp
   // compressor's words at REL 1e-3 hold 1.6 bits a symbol and shrink by a
   // quarter; Lorenzo's, at 2.1, keep the count and skip the pass).
-  const bool sparse = n_words < n_codes / 16;  // under 2 bits a symbol
+  const bool sparse = sparse_words(n_words, n_codes);
   KSZ_EXPECTS(!queued || (pass != LosslessId::None && sparse), "internal: lossless pass queued for dense words");
   const bool attempt = pass != LosslessId::None && n_words > 0 &&
                        (sparse || !lossless::cannot_shrink<ExecSpace>(
@@ -608,7 +612,7 @@ HuffmanSegments huffman_encode_codes(const ExecSpace& space,
   Kokkos::View<std::uint8_t*, Mem> payload;
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    if (pass != LosslessId::None && bound > 0 && bound < n / 16)
+    if (pass != LosslessId::None && bound > 0 && sparse_words(bound, n))
       follow.queue = [&](const std::uint32_t* words, const std::uint64_t* n_words) -> const void* {
         const unsigned long long* total = nullptr;
         return cuda_spec::lossless_encode_words_queued(space, words, n_words, bound, pass == LosslessId::ZeroBytes,

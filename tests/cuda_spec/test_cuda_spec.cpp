@@ -394,7 +394,8 @@ TEST(CudaSpecializations, ZeroOffsetsFromClassesAreTheScannedCounts) {
     for (std::uint32_t r = 1u << spline::kSpreadMinLog; r <= spline::kAutoRadiusMax; r *= 2) {
       Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> offsets("offsets", nblocks + 1);
       Kokkos::View<unsigned long long*, Kokkos::CudaSpace> state("state", cuda_spec::zero_offsets_state_words(nblocks));
-      ASSERT_TRUE(spline::zero_offsets_from_classes<Kokkos::Cuda>(space, classes, nblocks, r, offsets, state));
+      ASSERT_TRUE(cuda_spec::zero_offsets_from_classes(space, classes.data(), nblocks, spline::first_class(r),
+                                                       offsets.data(), state.data()));
       Kokkos::View<std::uint64_t*, Kokkos::CudaSpace> counts("counts", nblocks);
       spline::count_outliers_from_classes<Kokkos::Cuda>(space, classes, nblocks, r, counts);
       const auto o = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), offsets);

@@ -1097,33 +1097,33 @@ void count_outliers_from_classes(const ExecSpace& space,
   Kokkos::parallel_for(
       "ksz::spline::count_outliers_from_classes", Kokkos::RangePolicy<ExecSpace>(space, 0, nblocks),
       KOKKOS_LAMBDA(const std::uint64_t b) {
-        std::uint64_t s = classes(b * C + C - 1);
-        for (int k = first; k < C - 1; ++k) s += classes(b * C + k);
-        counts(b) = s;
+        counts(b) = histogram::zeros_of_classes(&classes(b * C), first);
       });
 }
 
-// count_outliers_from_classes's counts already scanned (offsets[b]: the
-// code-0 positions of the blocks before b, b <= nblocks), on CUDA in one
-// kernel (cuda_spec::zero_offsets_from_classes, its look-back states in
-// `state`, cuda_spec::zero_offsets_state_words of them); false (nothing
-// done) elsewhere: count, then scan.
+// count_outliers_from_classes's counts, scanned (offsets[b]: the code-0
+// positions of the blocks before b, b <= nblocks): on CUDA in one kernel
+// (cuda_spec::zero_offsets_from_classes, its look-back states in `state`,
+// cuda_spec::zero_offsets_state_words of them), elsewhere a count and
+// outliers::scan_offsets (`state` unused).
 template <class ExecSpace>
-bool zero_offsets_from_classes(const ExecSpace& space,
+void zero_offsets_from_classes(const ExecSpace& space,
                                Kokkos::View<const std::uint32_t*, typename ExecSpace::memory_space> classes,
                                std::uint64_t nblocks, std::uint32_t r,
                                Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> offsets,
                                Kokkos::View<unsigned long long*, typename ExecSpace::memory_space> state) {
+  KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1, "internal: code-0 offsets too short");
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    KSZ_EXPECTS(offsets.extent(0) >= nblocks + 1 && state.extent(0) >= cuda_spec::zero_offsets_state_words(nblocks),
-                "internal: code-0 offsets' buffers too short");
-    return cuda_spec::zero_offsets_from_classes(space, classes.data(), nblocks, first_class(r), offsets.data(),
-                                                state.data());
+    KSZ_EXPECTS(state.extent(0) >= cuda_spec::zero_offsets_state_words(nblocks), "internal: look-back states too few");
+    if (cuda_spec::zero_offsets_from_classes(space, classes.data(), nblocks, first_class(r), offsets.data(),
+                                             state.data()))
+      return;
   }
 #endif
-  (void)space, (void)classes, (void)nblocks, (void)r, (void)offsets, (void)state;
-  return false;
+  (void)state;
+  count_outliers_from_classes<ExecSpace>(space, classes, nblocks, r, offsets);
+  outliers::scan_offsets(space, nblocks * outliers::kCompactBlock, offsets);
 }
 
 // Anchors (all coordinates multiples of S): pre-quantized with the anchor
