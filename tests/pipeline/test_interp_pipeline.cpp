@@ -137,6 +137,41 @@ TYPED_TEST(InterpPipeline, SameBytesAsSerial) {
     }
 }
 
+// Rows of a multiple of 4 values take the finest level's pass along x by
+// quads on GPUs (spline::walk_row_pairs): the same bytes and values as
+// Serial's point walk, for both types, ranks 1-3, rows of 8 (no interior
+// quad) and more, with NaN, Inf and huge values at the pass's points (odd x
+// on even rows: verbatim inside a quad, kept by the decompressor's store).
+template <class T>
+void row_pairs_same_as_serial(Backend b) {
+  for (const auto& s : {std::vector<std::uint64_t>{64, 12, 10}, {8, 9, 5}, {256, 6}, {1024}, {40, 24, 16}}) {
+    const Dims d = dims_of(s);
+    for (Pattern p : {Pattern::Smooth, Pattern::Noisy}) {
+      auto in = make_field<T>(p, d);
+      const std::uint64_t nx = d.n[0], y = d.n[1] > 2 ? 2 : 0, z = d.n[2] > 4 ? 4 : 0, row = nx * (y + d.n[1] * z);
+      in[row + 5] = std::numeric_limits<T>::quiet_NaN();
+      in[row + 7] = std::numeric_limits<T>::infinity();
+      in[row + nx - 3] = std::numeric_limits<T>::max();
+      in[row + nx / 2 + 1] = -std::numeric_limits<T>::infinity();
+      Options opt = interp_opts(b, ErrorMode::ABS, 1e-3);
+      Report rep;
+      const auto mine = compress(in.data(), sizeof(T) == 8 ? DType::F64 : DType::F32, d, opt, &rep);
+      EXPECT_GE(rep.verbatim, 4u) << d.str();
+      opt.backend = Backend::Serial;
+      const auto ref = compress(in.data(), sizeof(T) == 8 ? DType::F64 : DType::F32, d, opt);
+      EXPECT_TRUE(mine == ref) << name(p) << " " << d.str() << ": " << to_string(b) << " bytes differ from serial";
+      const Field fa = decompress(mine.data(), mine.size(), Backend::Serial);
+      const Field fb = decompress(ref.data(), ref.size(), b);
+      EXPECT_TRUE(fa.bytes == fb.bytes) << name(p) << " " << d.str() << ": decoded values differ from serial";
+      EXPECT_TRUE(within_bound(in.data(), reinterpret_cast<const T*>(fb.bytes.data()), in.size(), 1e-3)) << d.str();
+    }
+  }
+}
+TYPED_TEST(InterpPipeline, RowPairsSameAsSerial) {
+  row_pairs_same_as_serial<float>(backend_of<TypeParam>());
+  row_pairs_same_as_serial<double>(backend_of<TypeParam>());
+}
+
 // Free function: CUDA device lambdas cannot live in gtest's private TestBody.
 template <class Space>
 void copy_verbatim(const Space& space, Kokkos::View<std::uint16_t*, typename Space::memory_space> codes,
