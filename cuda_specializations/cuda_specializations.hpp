@@ -330,10 +330,22 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
 // takes the two-pass path.
 // state: device memory of szx_onepass_state_bytes (0: the case is not
 // handled), the groups' look-back states (zeroed here).
+// The bound: `bound` itself where range is null; else the kernel works it out
+// from the extremes finite_minmax_to leaves at range[0], range[1] (queued
+// before, not awaited) as the pipeline would (rel: bound times the finite
+// values' span, 0 where none is finite; else bound), so no round trip to the
+// host separates the two kernels. It returns those extremes and the bound it
+// used in mn, mx and used.
+struct SzxBound {
+  double bound = 0;
+  const double* range = nullptr;
+  bool rel = false;
+  double mn = 0, mx = 0, used = 0;
+};
 template <class T>
 std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block);
 template <class T>
-bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block, double bound,
+bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block, SzxBound& bound,
                           std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
                           std::uint64_t payload_bytes, void* state, std::size_t state_bytes, SzxOffsets& totals,
                           bool& fits);

@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(kThreads)
         for (int q = 0; q < 4; ++q) code[q] = q < valid ? szx::code_of<T>(v[q], m, shift) : U(0);
         const U up = __shfl_up_sync(warp::kFull, code[3], 1);
         U prev = lane == 0 ? carry : up;
-        // The bound by the fast test in T (szx::host::fast_bound: passing it
+        // The bound by the fast test in T (szx::fast_bound: passing it
         // proves within()); the exact test only for blocks where it fails.
 #pragma unroll
         for (int q = 0; q < 4; ++q)
@@ -431,6 +431,7 @@ constexpr std::uint64_t kMaxBlocks = std::uint64_t(1) << 30;  // keeps the packe
 struct Result {
   unsigned long long lead, mid, verb;  // totals: bytes, bytes, values
   unsigned long long status;           // kBad* bits
+  double mn, mx, bound;                // compression: the range's extremes (where given) and the bound used
 };
 // The state buffer: two look-back state arrays (ngroups words each), the
 // ticket, Result, then the decoder's GroupArrays.
@@ -822,12 +823,23 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   }
 }
 
+// The bound a compression uses (SzxBound): the pipeline's formula on the
+// extremes finite_minmax_to left (mn > mx: none finite, a span of 0).
+__device__ __forceinline__ double bound_from(double bound, const double* range, bool rel) {
+  if (!range || !rel) return bound;
+  const double mn = range[0], mx = range[1];
+  return __dmul_rn(bound, mn <= mx ? __dsub_rn(mx, mn) : 0.0);
+}
+
 template <class T, int C, int NB>
 __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
-    compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double e,
-                    T ef, double proof, std::uint8_t* __restrict__ kinds, T* __restrict__ medians,
-                    std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload, std::uint64_t cap,
-                    unsigned long long* __restrict__ state) {
+    compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double bound,
+                    const double* __restrict__ range, bool rel, std::uint8_t* __restrict__ kinds,
+                    T* __restrict__ medians, std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
+                    std::uint64_t cap, unsigned long long* __restrict__ state) {
+  const double e = bound_from(bound, range, rel);
+  const T ef = szx::fast_bound(e, T());
+  const double proof = szx::proof_threshold<T>(e);
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
   __shared__ __align__(16) U stage[SH::kStage];
@@ -838,6 +850,11 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
   if (threadIdx.x == 0) sh.g = atomicAdd(state + ticket_word(ngroups), 1ull);
   __syncthreads();
   const std::uint64_t g = sh.g;
+  if (g + 1 == ngroups && threadIdx.x == 0) {
+    Result* const r = result_of(state, ngroups);
+    r->bound = e;
+    if (range) r->mn = range[0], r->mx = range[1];
+  }
   const bool full = (g + 1) * SH::kBlocks * SH::kBlock <= n && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0;
   if (full)
     compress_group<T, C, NB, true>(in, n, nb, ngroups, e, ef, proof, kinds, medians, lead, payload, cap, state, stage,
@@ -1202,7 +1219,7 @@ bool szx_plan(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint
   const cudaStream_t st = space.cuda_stream();
   Scratch counts(st, (nb + 1) * sizeof(SzxOffsets));
   auto* cnt = static_cast<SzxOffsets*>(counts.p);
-  plan_kernel<T><<<grid_of(nb), kThreads, 0, st>>>(in, n, block, nb, bound, szx::host::fast_bound(bound, T()), kinds,
+  plan_kernel<T><<<grid_of(nb), kThreads, 0, st>>>(in, n, block, nb, bound, szx::fast_bound(bound, T()), kinds,
                                                     medians, cnt);
   check(cudaGetLastError(), "szx plan_kernel");
   scan_offsets(st, cnt, offs, nb + 1);
@@ -1351,8 +1368,8 @@ std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block) {
 }
 
 template <class T>
-bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block, double bound,
-                          std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
+bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block,
+                          SzxBound& bound, std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
                           std::uint64_t payload_bytes, void* state, std::size_t state_bytes, SzxOffsets& totals,
                           bool& fits) {
   const OnePassGrid g = onepass_grid<T>(n, block);
@@ -1361,14 +1378,14 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
               "SZx payload buffer not aligned");
   const cudaStream_t st = space.cuda_stream();
   unsigned long long* const sp = zeroed_state(st, g, state, state_bytes, true);
-  const T ef = szx::host::fast_bound(bound, T());
-  const double proof = szx::proof_threshold<T>(bound);
   with_shape<T>(g, [&](auto c, auto nbw) {
     onepass::compress_kernel<T, decltype(c)::value, decltype(nbw)::value>
-        <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound, ef, proof, kinds,
-                                                                medians, lead, payload, payload_bytes, sp);
+        <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound.bound, bound.range,
+                                                                bound.rel, kinds, medians, lead, payload,
+                                                                payload_bytes, sp);
   });
   const onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel");
+  bound.mn = r.mn, bound.mx = r.mx, bound.used = r.bound;
   totals = SzxOffsets{r.lead, r.mid, r.verb};
   fits = !(r.status & onepass::kOverflow) && r.mid + r.verb * sizeof(T) <= payload_bytes;
   return true;
@@ -1418,7 +1435,7 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
                               const SzxOffsets*, const std::uint8_t*, const std::uint8_t*, std::uint64_t,       \
                               const T*, T*);                                                            \
   template std::size_t szx_onepass_state_bytes<T>(std::uint64_t, std::uint32_t);                              \
-  template bool szx_compress_onepass<T>(const Kokkos::Cuda&, const T*, std::uint64_t, std::uint32_t, double,   \
+  template bool szx_compress_onepass<T>(const Kokkos::Cuda&, const T*, std::uint64_t, std::uint32_t, SzxBound&, \
                                         std::uint8_t*, T*, std::uint8_t*, std::uint8_t*, std::uint64_t, void*,  \
                                         std::size_t, SzxOffsets&, bool&);                                       \
   template bool szx_decode_groups<T>(const Kokkos::Cuda&, std::uint64_t, std::uint32_t, const std::uint8_t*,  \

@@ -26,7 +26,8 @@ TOTALS = ("TOTAL kernels", "TOTAL end-to-end")
 # Pipeline order of known stage names, for inputs that lost it (older JSON kept them sorted).
 STAGE_ORDER = {
     "compress": ["value range", "value range+profile", "auto-tune", "auto-tune+anchors",
-                 "auto-tune+anchors+coarsest level", "block plan", "prequantize", "predict+quantize",
+                 "auto-tune+anchors+coarsest level", "value range+block plan+encode", "block plan+encode", "block plan",
+                 "prequantize", "predict+quantize",
                  "predict+quantize+histogram", "auto-tune+predict+quantize", "auto-tune+predict+quantize+histogram",
                  "prequant+predict+histogram (fused)", "histogram", "radius choice",
                  "outliers+codebook", "codebook", "huffman encode", "huffman encode+lossless pass", "offsets",

@@ -66,12 +66,25 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
               block);
   StageTimer<ExecSpace> timer(space, report);
 
-  const impl::Range range = impl::value_range<ExecSpace, T>(space, in);
+  // The value range and the bound it resolves (under REL): on the host
+  // before the blocks are planned, or, on the CUDA one-pass path, from the
+  // extremes its kernel read on the device (checked here after it ran, before
+  // anything is written).
+  impl::Range range{};
   double abs_bound = opt.bound;
-  if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
-  KSZ_EXPECTS(std::isfinite(abs_bound), "the resolved absolute bound overflows (", opt.bound,
-              " x value range); use a smaller bound or ABS");
-  timer.mark("value range");
+  const auto resolve = [&](const impl::Range& r) {
+    range = r;
+    if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
+    KSZ_EXPECTS(std::isfinite(abs_bound), "the resolved absolute bound overflows (", opt.bound,
+                " x value range); use a smaller bound or ABS");
+  };
+  bool resolved = false;
+  const auto resolve_on_host = [&] {
+    if (resolved) return;
+    resolve(impl::value_range<ExecSpace, T>(space, in));
+    resolved = true;
+    timer.mark("value range");
+  };
 
   const std::uint64_t nb = (n + block - 1) / block;
   Kokkos::View<std::uint8_t*, Mem> kinds;  // from the workspace on the one-pass path, else allocated here
@@ -109,17 +122,36 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
                                               nb);
       cuda_spec::SzxOffsets tot{};
       bool fits = false;
-      done = cuda_spec::szx_compress_onepass<T>(space, in.data(), n, block, abs_bound, kinds.data(), medians.data(),
+      cuda_spec::SzxBound sb;
+      const Kokkos::View<double*, Mem> extremes = ws.template get<double>(
+          Workspace<Mem>::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range");
+      if (cuda_spec::finite_minmax_to<T>(space, in.data(), n, extremes.data())) {
+        sb.bound = opt.bound;
+        sb.range = extremes.data();
+        sb.rel = opt.mode == ErrorMode::REL;
+      } else {
+        resolve_on_host();
+        sb.bound = abs_bound;
+      }
+      done = cuda_spec::szx_compress_onepass<T>(space, in.data(), n, block, sb, kinds.data(), medians.data(),
                                                 lead1.data(), reinterpret_cast<std::uint8_t*>(payload.data()),
                                                 capv * sizeof(T), state.data(), state_bytes, tot, fits);
-      KSZ_EXPECTS(done && fits, "internal: SZx one-pass encode refused a case it sized, or overflowed the input size");
-      timer.mark("block plan+encode");
+      KSZ_EXPECTS(done, "internal: SZx one-pass encode refused a case it sized");
+      if (sb.range) {
+        resolve(impl::range_of_extremes(sb.mn, sb.mx));
+        resolved = true;
+        KSZ_EXPECTS(sb.used == abs_bound, "internal: the SZx kernel's bound ", sb.used, " is not the pipeline's ",
+                    abs_bound);
+      }
+      KSZ_EXPECTS(fits, "internal: SZx one-pass encode overflowed the input size");
+      timer.mark(sb.range ? "value range+block plan+encode" : "block plan+encode");
       lead_total = tot.lead, mid_total = tot.mid, verb_total = tot.verb;
       lead = lead1;
       mid = Kokkos::View<std::uint8_t*, Mem>(reinterpret_cast<std::uint8_t*>(payload.data()), capv * sizeof(T));
       verb_in_tail = true;
     }
     if (!done && layout == szx::Layout::TeamPerBlock) {
+      resolve_on_host();
       allocate_heads();
       Kokkos::View<cuda_spec::SzxOffsets*, Mem> offs(
           Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::offsets")), nb + 1);
@@ -140,6 +172,7 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   }
 #endif
   if (!done) {
+    resolve_on_host();
     if (kinds.data() == nullptr) allocate_heads();
     Kokkos::View<std::uint64_t*, Mem> mid_count(
         Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);

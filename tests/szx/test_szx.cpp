@@ -160,6 +160,33 @@ TYPED_TEST(Szx, IdenticalBytesAcrossBackends) {
   }
 }
 
+// REL resolves the bound from the finite values' span: on the CUDA one-pass
+// path the kernel works it out from the extremes on the device. Fields with
+// no finite value (a bound of 0 under REL), a constant one (span 0), signed
+// zeros at the ends and a wide span: the same header and bytes as Serial.
+TYPED_TEST(Szx, RelBoundFromTheRangeAsSerial) {
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({3000});
+  std::vector<std::vector<float>> fields(4, std::vector<float>(d.count()));
+  for (std::uint64_t i = 0; i < d.count(); ++i) {
+    fields[0][i] = i % 3 ? std::numeric_limits<float>::quiet_NaN() : -std::numeric_limits<float>::infinity();
+    fields[1][i] = 2.5f;
+    fields[2][i] = float(std::sin(0.01 * double(i))) * 1e-3f;
+    fields[3][i] = float(i % 17) * 3e30f - 2e31f;
+  }
+  fields[2][0] = -0.0f, fields[2][1] = 0.0f;
+  for (const auto& f : fields)
+    for (double e : {1e-2, 1e-5}) {
+      Report rep, ref_rep;
+      const auto mine = szx_round_trip<float>(b, f, d, ErrorMode::REL, e, 128, &rep);
+      const auto ref = szx_round_trip<float>(Backend::Serial, f, d, ErrorMode::REL, e, 128, &ref_rep);
+      EXPECT_EQ(rep.abs_bound, ref_rep.abs_bound) << e;
+      EXPECT_EQ(rep.value_min, ref_rep.value_min) << e;
+      EXPECT_EQ(rep.value_max, ref_rep.value_max) << e;
+      EXPECT_EQ(mine, ref) << "bound " << e << " field of " << f[2];
+    }
+}
+
 // Team per block (the GPU layout, Figure 9 index propagation) writes and
 // reads the same bytes as thread per block, here on this backend.
 struct LayoutEnv {

@@ -188,12 +188,26 @@ KOKKOS_INLINE_FUNCTION BlockHead<T> block_head(T mn, T mx, double e) {
 // - the two roundings (v - m and m + t) add at most 2^-p (|v - m| + |m + t|)
 //   <= 2^-p 5 M, M = max(|mn|, |mx|), below e / 2 when M <= e 2^(p - 4).
 // - M <= 2^100 (2^1000) keeps m + t away from overflow.
+// (Host and device: the CUDA one-pass kernel works it out from a bound it
+// derives itself.)
 template <class T>
-inline double proof_threshold(double e) {
+KOKKOS_INLINE_FUNCTION double proof_threshold(double e) {
   constexpr int p = std::numeric_limits<T>::digits, top = sizeof(T) == 4 ? 100 : 1000;
-  if (!(e >= std::ldexp(1.0, -top)) || !(e <= std::numeric_limits<double>::max())) return -1.0;
-  return std::fmin(std::ldexp(e, p - 4), std::ldexp(1.0, top));
+  if (!(e >= ::ldexp(1.0, -top)) || !(e <= std::numeric_limits<double>::max())) return -1.0;
+  return ::fmin(::ldexp(e, p - 4), ::ldexp(1.0, top));
 }
+
+// A bound in T under which |x - value|, computed in T, proves within(x,
+// value, e): f32 keeps a 2^-20 margin for its own rounding (and only exact
+// hits below FLT_MIN, where converting e could round up); f64 is within()'s
+// own first test. Host and device, as proof_threshold.
+KOKKOS_INLINE_FUNCTION float fast_bound(double e, float) {
+  if (!(e >= static_cast<double>(std::numeric_limits<float>::min()))) return 0.0f;
+  const double s = e * (1.0 - 0x1p-20);
+  const double top = static_cast<double>(std::numeric_limits<float>::max());
+  return static_cast<float>(s < top ? s : top);
+}
+KOKKOS_INLINE_FUNCTION double fast_bound(double e, double) { return e > 0 ? ::nextafter(e, 0.0) : 0.0; }
 template <class T>
 KOKKOS_INLINE_FUNCTION bool bound_proven(T mn, T mx, double threshold) {
   const T m = -mn > mx ? -mn : mx;
@@ -433,17 +447,6 @@ inline MinMax<float> min_max(const float* x, std::uint32_t len) { return min_max
 inline MinMax<double> min_max(const double* x, std::uint32_t len) { return min_max_sse2(x, len); }
 #endif
 
-// A bound in T under which |x - value|, computed in T, proves within(x,
-// value, e): f32 keeps a 2^-20 margin for its own rounding (and only exact
-// hits below FLT_MIN, where converting e could round up); f64 is within()'s
-// own first test.
-inline float fast_bound(double e, float) {
-  if (!(e >= static_cast<double>(std::numeric_limits<float>::min()))) return 0.0f;
-  const double s = e * (1.0 - 0x1p-20);
-  const double top = static_cast<double>(std::numeric_limits<float>::max());
-  return static_cast<float>(s < top ? s : top);
-}
-inline double fast_bound(double e, double) { return e > 0 ? std::nextafter(e, 0.0) : 0.0; }
 
 // codes[0] = 0 and codes[i + 1] = code_of(x[i]). With Check, returns whether
 // every value passes the fast test, which proves the bound; a block that
