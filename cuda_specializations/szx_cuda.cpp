@@ -545,6 +545,10 @@ struct Shared {
   std::uint32_t mid[NBLK];
   std::uint64_t coded[NBLK], verb[NBLK], mid_off[NBLK];  // within the group, then (decompression) absolute
   std::uint64_t g, coded_before, verb_before, mid_before, mid_total;
+  // Compression's bound (szx::block_head), the proof's threshold and the
+  // fast test's bound in T: read where used, not held in registers.
+  double e, proof;
+  T ef;
 };
 
 // Totals, written by the last group: `counts` packs all blocks' counts
@@ -568,7 +572,7 @@ constexpr int kOnePassBlocksPerSm = 4, kOnePassDecodeBlocksPerSm = 5;
 // aligned, so the `valid` counts are the constant 4 and fold away.
 template <class T, int C, int NB, bool Full>
 __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
-                                               std::uint64_t ngroups, double e, T ef, double proof,
+                                               std::uint64_t ngroups,
                                                std::uint8_t* __restrict__ kinds, T* __restrict__ medians,
                                                std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
                                                std::uint64_t cap, unsigned long long* __restrict__ state,
@@ -623,9 +627,9 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     finite[j] = __all_sync(warp::kFull, fin == T(0));
   }
   const T hmn = reduce_scatter<NB>(bmn, MinOp{}), hmx = reduce_scatter<NB>(bmx, MaxOp{});
-  const szx::BlockHead<T> head = szx::block_head<T>(hmn, hmx, e);
+  const szx::BlockHead<T> head = szx::block_head<T>(hmn, hmx, sh.e);
   // Bit 0: constant; bit 1: the bound is proven for every value (szx::bound_proven).
-  const int flags = int(head.constant) | (szx::bound_proven<T>(hmn, hmx, proof) ? 2 : 0);
+  const int flags = int(head.constant) | (szx::bound_proven<T>(hmn, hmx, sh.proof) ? 2 : 0);
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
     const std::uint64_t b = b0 + j;
@@ -658,7 +662,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
               const T d = v[r][q] - szx::value_of<T>(code[r][q], m, shift);
-              ok = ok && (q >= valid[r] || (d < 0 ? -d : d) <= ef);
+              ok = ok && (q >= valid[r] || (d < 0 ? -d : d) <= sh.ef);
             }
         }
         if (!__all_sync(warp::kFull, ok)) {  // the exact test (szx::within) where the fast one fails
@@ -669,7 +673,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
             for (int q = 0; q < 4; ++q)
               ok = ok && (q >= valid[r] ||
                           szx::within(static_cast<double>(v[r][q]),
-                                      static_cast<double>(szx::value_of<T>(code[r][q], m, shift)), e));
+                                      static_cast<double>(szx::value_of<T>(code[r][q], m, shift)), sh.e));
         }
         if (__all_sync(warp::kFull, ok)) {
           kind = static_cast<std::uint8_t>(hd.len_bits);
@@ -837,9 +841,6 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
                     const double* __restrict__ range, bool rel, std::uint8_t* __restrict__ kinds,
                     T* __restrict__ medians, std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
                     std::uint64_t cap, unsigned long long* __restrict__ state) {
-  const double e = bound_from(bound, range, rel);
-  const T ef = szx::fast_bound(e, T());
-  const double proof = szx::proof_threshold<T>(e);
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
   __shared__ __align__(16) U stage[SH::kStage];
@@ -847,20 +848,28 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
   static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
   for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
     reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
+  // The ticket and the bound by two warps, so that their latencies overlap
+  // (the bound's reads of the range, by one thread, delayed every group's
+  // start by as much as the ticket's atomic).
   if (threadIdx.x == 0) sh.g = atomicAdd(state + ticket_word(ngroups), 1ull);
+  if (threadIdx.x == 32) {
+    sh.e = bound_from(bound, range, rel);
+    sh.ef = szx::fast_bound(sh.e, T());
+    sh.proof = szx::proof_threshold<T>(sh.e);
+  }
   __syncthreads();
   const std::uint64_t g = sh.g;
   if (g + 1 == ngroups && threadIdx.x == 0) {
     Result* const r = result_of(state, ngroups);
-    r->bound = e;
+    r->bound = sh.e;
     if (range) r->mn = range[0], r->mx = range[1];
   }
   const bool full = (g + 1) * SH::kBlocks * SH::kBlock <= n && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0;
   if (full)
-    compress_group<T, C, NB, true>(in, n, nb, ngroups, e, ef, proof, kinds, medians, lead, payload, cap, state, stage,
+    compress_group<T, C, NB, true>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state, stage,
                                    sh, g);
   else
-    compress_group<T, C, NB, false>(in, n, nb, ngroups, e, ef, proof, kinds, medians, lead, payload, cap, state,
+    compress_group<T, C, NB, false>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state,
                                     stage, sh, g);
 }
 
@@ -869,16 +878,57 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
 // decode_kernel decodes with them. One kernel did both with look-backs, and
 // its warps spent a third of their time at barriers while one of them
 // looked back.
-// After Result in the state buffer, four arrays of ngroups words: each
-// group's packed block counts (counts_of) and mid-bytes, then their
-// exclusive prefix sums (CUB scans), then the scans' scratch.
+// After Result in the state buffer: the two scans' tickets and look-back
+// states (scan_words each, zeroed with Result), then four arrays of ngroups
+// words: each group's packed block counts (counts_of) and mid-bytes, then
+// their exclusive prefix sums (scan_kernel).
+constexpr int kScanTile = 8 * kThreads;  // words a tile of scan_kernel
+__host__ __device__ constexpr std::uint64_t scan_words(std::uint64_t count) {
+  return 1 + (count + kScanTile - 1) / kScanTile;  // the ticket, a state a tile
+}
 struct GroupArrays {
+  unsigned long long *scan_counts, *scan_mids;  // ticket, then the tiles' states
   unsigned long long *counts, *mids, *counts_before, *mids_before;
-  void* scratch;
 };
 __host__ __device__ __forceinline__ GroupArrays group_arrays(unsigned long long* state, std::uint64_t ngroups) {
-  auto* const a = reinterpret_cast<unsigned long long*>(result_of(state, ngroups) + 1);
-  return GroupArrays{a, a + ngroups, a + 2 * ngroups, a + 3 * ngroups, a + 4 * ngroups};
+  auto* const s = reinterpret_cast<unsigned long long*>(result_of(state, ngroups) + 1);
+  auto* const a = s + 2 * scan_words(ngroups);
+  return GroupArrays{s, s + scan_words(ngroups), a, a + ngroups, a + 2 * ngroups, a + 3 * ngroups};
+}
+
+// Exclusive prefix sums of count words (each sum below 2^62) in one launch:
+// tiles of kScanTile words taken by ticket, 8 consecutive words a thread, and
+// the tile's prefix by decoupled look-back (lookback.hpp). It replaced CUB's
+// scans, whose host-side dispatch kept the GPU waiting before the decode.
+__global__ void __launch_bounds__(kThreads)
+    scan_kernel(const unsigned long long* __restrict__ in, unsigned long long* __restrict__ out, std::uint64_t count,
+                unsigned long long* __restrict__ scan) {
+  __shared__ std::uint64_t warp_sum[kWarps], tile;
+  if (threadIdx.x == 0) tile = atomicAdd(scan, 1ull);
+  __syncthreads();
+  const std::uint64_t t = tile, base = t * kScanTile + 8 * std::uint64_t(threadIdx.x);
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  std::uint64_t v[8], mine = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    v[j] = base + j < count ? in[base + j] : 0;
+    mine += v[j];
+  }
+  const std::uint64_t incl = warp::scan_inclusive(mine);
+  if (lane == 31) warp_sum[w] = incl;
+  __syncthreads();
+  if (w == 0) {
+    const std::uint64_t ws = lane < kWarps ? warp_sum[lane] : 0, wincl = warp::scan_inclusive(ws);
+    const std::uint64_t sum = __shfl_sync(warp::kFull, wincl, 31);
+    lookback::publish_aggregate(scan + 1, t, sum);
+    const std::uint64_t b = lookback::resolve(scan + 1, t, sum);
+    if (lane < kWarps) warp_sum[lane] = b + wincl - ws;  // the warp's exclusive prefix
+  }
+  __syncthreads();
+  std::uint64_t p = warp_sum[w] + incl - mine;
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+    if (base + j < count) out[base + j] = p, p += v[j];
 }
 
 // Mid-bytes of a coded block of len values from its leading codes (what
@@ -1301,12 +1351,12 @@ namespace {
 struct OnePassGrid {
   int c = 0, nbw = 0;  // chunks a block, blocks a warp
   std::uint64_t nb = 0, ngroups = 0;
-  std::size_t scan_scratch = 0;  // CUB's scratch for an exclusive sum of ngroups words (decoding)
   // Look-back states (two arrays), the ticket, Result (onepass::result_of),
-  // then the decoder's GroupArrays and the scans' scratch.
+  // then the decoder's scan states and GroupArrays.
   std::size_t result_word() const { return onepass::result_word(ngroups); }
   std::size_t state_bytes() const {
-    return c == 0 ? 0 : result_word() * 8 + sizeof(onepass::Result) + 4 * ngroups * 8 + scan_scratch;
+    return c == 0 ? 0
+                  : result_word() * 8 + sizeof(onepass::Result) + (2 * onepass::scan_words(ngroups) + 4 * ngroups) * 8;
   }
 };
 template <class T>
@@ -1317,9 +1367,6 @@ OnePassGrid onepass_grid(std::uint64_t n, std::uint32_t block) {
   g.nb = (n + block - 1) / block;
   if (g.nb >= onepass::kMaxBlocks) return OnePassGrid{};
   g.ngroups = (g.nb + kWarps * g.nbw - 1) / (kWarps * g.nbw);
-  check(cub::DeviceScan::ExclusiveSum(nullptr, g.scan_scratch, static_cast<const unsigned long long*>(nullptr),
-                                      static_cast<unsigned long long*>(nullptr), static_cast<std::int64_t>(g.ngroups)),
-        "szx group scan size");
   return g;
 }
 
@@ -1334,16 +1381,18 @@ void with_shape(const OnePassGrid& g, F&& f) {
   }
 }
 
-// The caller's state buffer with its first `zero` bytes zeroed on the stream:
-// the look-back states, ticket and Result for compression, Result alone for
-// decoding (its other words are all written before they are read).
+// The caller's state buffer with what must start zeroed zeroed on the stream:
+// the look-back states, ticket and Result for compression; for decoding
+// Result and the scans' tickets and states (its other words are all written
+// before they are read).
 unsigned long long* zeroed_state(cudaStream_t st, const OnePassGrid& g, void* state, std::size_t state_bytes,
                                  bool lookback) {
   KSZ_EXPECTS(state_bytes >= g.state_bytes() && reinterpret_cast<std::uintptr_t>(state) % 8 == 0,
               "SZx one-pass state buffer too small");
   auto* const sp = static_cast<unsigned long long*>(state);
   void* const from = lookback ? state : static_cast<void*>(onepass::result_of(sp, g.ngroups));
-  const std::size_t bytes = (lookback ? g.result_word() * 8 : 0) + sizeof(onepass::Result);
+  const std::size_t bytes = lookback ? g.result_word() * 8 + sizeof(onepass::Result)
+                                     : sizeof(onepass::Result) + 2 * onepass::scan_words(g.ngroups) * 8;
   check(cudaMemsetAsync(from, 0, bytes, st), "szx state");
   return sp;
 }
@@ -1405,13 +1454,12 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
     constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
     const unsigned warps_grid = static_cast<unsigned>((g.ngroups + kWarps - 1) / kWarps);
     const onepass::GroupArrays ga = onepass::group_arrays(sp, g.ngroups);
-    std::size_t temp = g.scan_scratch;
-    const auto count = static_cast<std::int64_t>(g.ngroups);
+    const auto tiles = static_cast<unsigned>(onepass::scan_words(g.ngroups) - 1);
     onepass::group_counts_kernel<T, C, NB><<<warps_grid, kThreads, 0, st>>>(g.nb, g.ngroups, kinds, sp);
-    check(cub::DeviceScan::ExclusiveSum(ga.scratch, temp, ga.counts, ga.counts_before, count, st), "szx count scan");
+    onepass::scan_kernel<<<tiles, kThreads, 0, st>>>(ga.counts, ga.counts_before, g.ngroups, ga.scan_counts);
     onepass::group_mids_kernel<T, C, NB>
         <<<warps_grid, kThreads, 0, st>>>(n, g.nb, g.ngroups, kinds, lead, lead_size, sp);
-    check(cub::DeviceScan::ExclusiveSum(ga.scratch, temp, ga.mids, ga.mids_before, count, st), "szx mid scan");
+    onepass::scan_kernel<<<tiles, kThreads, 0, st>>>(ga.mids, ga.mids_before, g.ngroups, ga.scan_mids);
     onepass::decode_kernel<T, decltype(c)::value, decltype(nbw)::value>
         <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(n, g.nb, g.ngroups, kinds, medians, lead, lead_size,
                                                                 mid, mid_size, verb, verb_values, out, sp);

@@ -104,6 +104,9 @@ void run_other_predictors() {
       {{777777}, Pattern::Spiky, 1e-4, PredictorId::SZx, 256},
       {{513, 1001}, Pattern::Smooth, 1e-3, PredictorId::SZx, 512},
       {{96, 64, 33}, Pattern::Fill, 1e-2, PredictorId::SZx, 128},
+      // More groups (2,199) than a tile of the decoder's offset scans (2,048):
+      // their look-back across tiles.
+      {{3000, 3001}, Pattern::Noisy, 1e-3, PredictorId::SZx, 128},
       {{64, 48, 40}, Pattern::Smooth, 1e-3, PredictorId::Interp, 0},
       {{37, 19, 23}, Pattern::Spiky, 1e-4, PredictorId::Interp, 0},
       {{300, 201}, Pattern::Noisy, 1e-5, PredictorId::Interp, 0},
