@@ -827,14 +827,6 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   }
 }
 
-// The bound a compression uses (SzxBound): the pipeline's formula on the
-// extremes finite_minmax_to left (mn > mx: none finite, a span of 0).
-__device__ __forceinline__ double bound_from(double bound, const double* range, bool rel) {
-  if (!range || !rel) return bound;
-  const double mn = range[0], mx = range[1];
-  return __dmul_rn(bound, mn <= mx ? __dsub_rn(mx, mn) : 0.0);
-}
-
 template <class T, int C, int NB>
 __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double bound,
@@ -853,7 +845,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
   // start by as much as the ticket's atomic).
   if (threadIdx.x == 0) sh.g = atomicAdd(state + ticket_word(ngroups), 1ull);
   if (threadIdx.x == 32) {
-    sh.e = bound_from(bound, range, rel);
+    sh.e = range ? szx::resolved_bound(bound, rel, range[0], range[1]) : bound;  // SzxBound
     sh.ef = szx::fast_bound(sh.e, T());
     sh.proof = szx::proof_threshold<T>(sh.e);
   }

@@ -72,17 +72,17 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   // anything is written).
   impl::Range range{};
   double abs_bound = opt.bound;
+  bool resolved = false;
   const auto resolve = [&](const impl::Range& r) {
     range = r;
-    if (opt.mode == ErrorMode::REL) abs_bound = opt.bound * (range.max - range.min);
+    abs_bound = szx::resolved_bound(opt.bound, opt.mode == ErrorMode::REL, range.min, range.max);
+    resolved = true;
     KSZ_EXPECTS(std::isfinite(abs_bound), "the resolved absolute bound overflows (", opt.bound,
                 " x value range); use a smaller bound or ABS");
   };
-  bool resolved = false;
   const auto resolve_on_host = [&] {
     if (resolved) return;
     resolve(impl::value_range<ExecSpace, T>(space, in));
-    resolved = true;
     timer.mark("value range");
   };
 
@@ -139,7 +139,6 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
       KSZ_EXPECTS(done, "internal: SZx one-pass encode refused a case it sized");
       if (sb.range) {
         resolve(impl::range_of_extremes(sb.mn, sb.mx));
-        resolved = true;
         KSZ_EXPECTS(sb.used == abs_bound, "internal: the SZx kernel's bound ", sb.used, " is not the pipeline's ",
                     abs_bound);
       }

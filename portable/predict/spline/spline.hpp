@@ -468,10 +468,15 @@ template <class T>
 KOKKOS_INLINE_FUNCTION Quad<T> load_quad(const T* at) {
   return *reinterpret_cast<const Quad<T>*>(at);
 }
+template <class T>
+KOKKOS_INLINE_FUNCTION void store_quad(T* at, const Quad<T>& q) {
+  *reinterpret_cast<Quad<T>*>(at) = q;
+}
 
 // Whether walk_row_pairs takes a pass: the finest level's pass along x
 // (points at odd x, neighbours at x -+ 1, 3) on rows of a multiple of 4
-// values, with 4-value-aligned arrays (aligned(): the functor's).
+// values, with 4-value-aligned arrays (`aligned`: the functor's
+// quads_aligned()).
 inline bool row_pairs(const Pass& p, bool aligned) {
   return aligned && p.dim == 0 && p.s == 1 && p.shape.n[0] % 4 == 0 && p.shape.n[0] >= 8 &&
          p.shape.stride[1] == p.shape.n[0];
@@ -579,6 +584,26 @@ KOKKOS_INLINE_FUNCTION double predict_interior(std::uint32_t kind, T a, T b, T c
   return predict_cubic(kind, static_cast<double>(a), bd, cd, static_cast<double>(d));
 }
 
+// walk_row_pairs' points e + 1 and e + 3 of the quad at e in r (reconstructed
+// values): the quad as it was and their two predictions, from its even
+// values, the next quad's and the value at e - 2.
+template <class T>
+struct PairStencil {
+  Quad<T> quad;
+  double pred[2];
+};
+template <class T, class V, class I>
+KOKKOS_INLINE_FUNCTION PairStencil<T> pair_stencil(const Pass& p, const V& r, I e) {
+  PairStencil<T> ps;
+  ps.quad = load_quad(&r(e));
+  const Quad<T> h = load_quad(&r(e + 4));
+  const T lo = r(e - 2);
+  const Quad<T>& m = ps.quad;
+  ps.pred[0] = predict_interior(p.kind, lo, m.v[0], m.v[2], h.v[0]);
+  ps.pred[1] = predict_interior(p.kind, m.v[0], m.v[2], h.v[0], h.v[2]);
+  return ps;
+}
+
 template <class T, std::uint32_t N>
 struct Interior {
   T a[N], b[N], c[N], d[N];
@@ -673,14 +698,11 @@ struct CompressPoint {
   bool quads_aligned() const { return spline::quads_aligned<T>(in, r); }
   template <class I>
   KOKKOS_INLINE_FUNCTION void pair(I e) const {
-    const Quad<T> m = load_quad(&r(e)), h = load_quad(&r(e + 4)), x = load_quad(&in(e));
-    const T lo = r(e - 2);
-    Quad<T> o = m;
-    o.v[1] = code_value<T>(p, bound, rad, x.v[1], predict_interior(p.kind, lo, m.v[0], m.v[2], h.v[0]), codes, qv,
-                           nverb, e + 1);
-    o.v[3] = code_value<T>(p, bound, rad, x.v[3], predict_interior(p.kind, m.v[0], m.v[2], h.v[0], h.v[2]), codes, qv,
-                           nverb, e + 3);
-    if (!p.last) *reinterpret_cast<Quad<T>*>(&r(e)) = o;
+    const Quad<T> x = load_quad(&in(e));
+    PairStencil<T> ps = pair_stencil<T>(p, r, e);
+    for (int j = 0; j < 2; ++j)
+      ps.quad.v[2 * j + 1] = code_value<T>(p, bound, rad, x.v[2 * j + 1], ps.pred[j], codes, qv, nverb, e + 2 * j + 1);
+    if (!p.last) store_quad(&r(e), ps.quad);
   }
 };
 
@@ -732,13 +754,13 @@ struct DecompressPoint {
   bool quads_aligned() const { return spline::quads_aligned<T>(out); }
   template <class I>
   KOKKOS_INLINE_FUNCTION void pair(I e) const {
-    const std::int32_t c1 = codes(e + 1), c3 = codes(e + 3);
-    const Quad<T> m = load_quad(&out(e)), h = load_quad(&out(e + 4));
-    const T lo = out(e - 2);
-    Quad<T> o = m;
-    o.v[1] = value(e + 1, c1, predict_interior(p.kind, lo, m.v[0], m.v[2], h.v[0]), m.v[1]);
-    o.v[3] = value(e + 3, c3, predict_interior(p.kind, m.v[0], m.v[2], h.v[0], h.v[2]), m.v[3]);
-    *reinterpret_cast<Quad<T>*>(&out(e)) = o;
+    const std::int32_t code[2] = {codes(e + 1), codes(e + 3)};
+    PairStencil<T> ps = pair_stencil<T>(p, out, e);
+    for (int j = 0; j < 2; ++j) {
+      T& v = ps.quad.v[2 * j + 1];
+      v = value(e + 2 * j + 1, code[j], ps.pred[j], v);
+    }
+    store_quad(&out(e), ps.quad);
   }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {

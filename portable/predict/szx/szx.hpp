@@ -189,7 +189,15 @@ KOKKOS_INLINE_FUNCTION BlockHead<T> block_head(T mn, T mx, double e) {
 //   <= 2^-p 5 M, M = max(|mn|, |mx|), below e / 2 when M <= e 2^(p - 4).
 // - M <= 2^100 (2^1000) keeps m + t away from overflow.
 // (Host and device: the CUDA one-pass kernel works it out from a bound it
-// derives itself.)
+// derives itself, resolved_bound.)
+// A compression's absolute bound: `bound`, or under REL bound times the span
+// of the finite values whose extremes a value-range reduction left (mn > mx:
+// none, a span of 0). Host and device (the CUDA one-pass kernel resolves it
+// from the extremes left on the device, cuda_spec::SzxBound).
+KOKKOS_INLINE_FUNCTION double resolved_bound(double bound, bool rel, double mn, double mx) {
+  return rel ? bound * (mn <= mx ? mx - mn : 0.0) : bound;
+}
+
 template <class T>
 KOKKOS_INLINE_FUNCTION double proof_threshold(double e) {
   constexpr int p = std::numeric_limits<T>::digits, top = sizeof(T) == 4 ? 100 : 1000;
