@@ -224,9 +224,9 @@ bool huffman_deflate(const Kokkos::Cuda& space, const std::uint16_t* symbols, st
 // chunk_bits + scan + deflate in one pass over the symbols (decoupled
 // look-back for the chunks' word offsets): the same offsets (nchunks + 1),
 // words, run lengths and status bits. words holds cap words, a bound the
-// caller knows (from the histogram); state holds nchunks + 2 words of
-// scratch (the look-back states, the ticket, the status word), zeroed here by
-// one memset. Blocks until n_words and the status are on the host.
+// caller knows (from the histogram); state holds
+// huffman_encode_state_words(nchunks) words of scratch, zeroed here by one
+// memset. Blocks until n_words and the status are on the host.
 // The symbols it reads: 16-bit codes, or where bytes is set byte codes and
 // their listed codes (portable/quantize/byte_codes.hpp).
 struct SymbolSource {
@@ -240,6 +240,9 @@ struct SymbolSource {
   std::uint32_t radius = 0;
   huffman::Narrow narrow;  // how 16-bit codes are read (not byte codes)
 };
+// The single pass's state words for nchunks chunks: the chunks' look-back
+// states, the ticket, then the status word (the low half of the last).
+inline std::uint64_t huffman_encode_state_words(std::uint64_t nchunks) { return nchunks + 2; }
 bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& symbols, std::uint64_t n,
                                 std::uint32_t chunk_symbols, const std::uint32_t* enc, std::uint32_t nsym,
                                 std::uint64_t* offsets, std::uint32_t* words, std::uint64_t cap,

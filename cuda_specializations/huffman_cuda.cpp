@@ -613,8 +613,9 @@ bool huffman_encode_single_pass(const Kokkos::Cuda& space, const SymbolSource& s
   cudaStream_t st = space.cuda_stream();
   // The states, the ticket and the status word zeroed at once (a launch of
   // its own for the status cost the host 5 us before the encoder's).
-  std::uint32_t* const status = reinterpret_cast<std::uint32_t*>(state + nchunks + 1);
-  check(cudaMemsetAsync(state, 0, (nchunks + 2) * sizeof(unsigned long long), st), "huffman encode state");
+  const std::uint64_t state_words = huffman_encode_state_words(nchunks);
+  std::uint32_t* const status = reinterpret_cast<std::uint32_t*>(state + state_words - 1);
+  check(cudaMemsetAsync(state, 0, state_words * sizeof(unsigned long long), st), "huffman encode state");
   if (symbols.bytes) {
     escape_starts_kernel<<<static_cast<unsigned>((nchunks + 1 + kEncThreads - 1) / kEncThreads), kEncThreads, 0,
                            st>>>(symbols.escapes, symbols.n_escapes, n, cs, nchunks, symbols.chunk_escapes);

@@ -54,4 +54,24 @@ __device__ __forceinline__ std::uint64_t resolve(unsigned long long* state, std:
   return before;
 }
 
+// Block-collective (kThreads threads), for a kernel whose CUDA block codes
+// tile t: the sum of the v of every thread before this one, in the tiles
+// before t and in this tile (warp::block_scan, then warp 0 publishes the
+// tile's sum and looks back).
+template <int kThreads, class T>
+__device__ __forceinline__ std::uint64_t exclusive_across_tiles(unsigned long long* state, std::uint64_t t, T v) {
+  __shared__ std::uint64_t tile_before;
+  T total;
+  const T run = warp::block_scan<kThreads>(v, total);
+  if (threadIdx.x < 32) {
+    publish_aggregate(state, t, total);
+    const std::uint64_t before = resolve(state, t, total);
+    if (threadIdx.x == 0) tile_before = before;
+  }
+  __syncthreads();
+  const std::uint64_t r = tile_before + run;
+  __syncthreads();  // tile_before is reused by the next call
+  return r;
+}
+
 }  // namespace ksz::cuda_spec::lookback

@@ -1077,7 +1077,7 @@ __global__ void __launch_bounds__(kThreads)
                         std::uint64_t ntiles, unsigned long long* __restrict__ state,
                         std::uint64_t* __restrict__ offsets) {
   constexpr std::uint32_t C = histogram::kCodeClasses;
-  __shared__ unsigned long long s_tile, s_prefix;
+  __shared__ unsigned long long s_tile;
   unsigned long long* ticket = state + ntiles;
   for (;;) {
     if (threadIdx.x == 0) s_tile = atomicAdd(ticket, 1ull);
@@ -1092,22 +1092,14 @@ __global__ void __launch_bounds__(kThreads)
       c[j] = b < nblocks ? histogram::zeros_of_classes(classes + b * C, static_cast<int>(first)) : 0u;
       sum += c[j];
     }
-    std::uint32_t total;
-    std::uint32_t run = warp::block_scan<kThreads>(sum, total);
-    if (threadIdx.x < 32) {
-      lookback::publish_aggregate(state, t, total);
-      const std::uint64_t prefix = lookback::resolve(state, t, total);
-      if (threadIdx.x == 0) s_prefix = prefix;
-    }
-    __syncthreads();
-    std::uint64_t at = s_prefix + run;
+    std::uint64_t at = lookback::exclusive_across_tiles<kThreads>(state, t, sum);
 #pragma unroll
     for (std::uint32_t j = 0; j < kOffPerThread; ++j) {
       const std::uint64_t b = b0 + j;
       if (b <= nblocks) offsets[b] = at;
       at += c[j];
     }
-    __syncthreads();  // s_tile, s_prefix are reused
+    __syncthreads();  // s_tile is reused
   }
 }
 }  // namespace

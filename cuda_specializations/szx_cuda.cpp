@@ -890,34 +890,23 @@ __host__ __device__ __forceinline__ GroupArrays group_arrays(unsigned long long*
 
 // Exclusive prefix sums of count words (each sum below 2^62) in one launch:
 // tiles of kScanTile words taken by ticket, 8 consecutive words a thread, and
-// the tile's prefix by decoupled look-back (lookback.hpp). It replaced CUB's
-// scans, whose host-side dispatch kept the GPU waiting before the decode.
+// the tile's prefix by decoupled look-back (lookback::exclusive_across_tiles).
+// It replaced CUB's scans, whose host-side dispatch kept the GPU waiting
+// before the decode.
 __global__ void __launch_bounds__(kThreads)
     scan_kernel(const unsigned long long* __restrict__ in, unsigned long long* __restrict__ out, std::uint64_t count,
                 unsigned long long* __restrict__ scan) {
-  __shared__ std::uint64_t warp_sum[kWarps], tile;
+  __shared__ std::uint64_t tile;
   if (threadIdx.x == 0) tile = atomicAdd(scan, 1ull);
   __syncthreads();
   const std::uint64_t t = tile, base = t * kScanTile + 8 * std::uint64_t(threadIdx.x);
-  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   std::uint64_t v[8], mine = 0;
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     v[j] = base + j < count ? in[base + j] : 0;
     mine += v[j];
   }
-  const std::uint64_t incl = warp::scan_inclusive(mine);
-  if (lane == 31) warp_sum[w] = incl;
-  __syncthreads();
-  if (w == 0) {
-    const std::uint64_t ws = lane < kWarps ? warp_sum[lane] : 0, wincl = warp::scan_inclusive(ws);
-    const std::uint64_t sum = __shfl_sync(warp::kFull, wincl, 31);
-    lookback::publish_aggregate(scan + 1, t, sum);
-    const std::uint64_t b = lookback::resolve(scan + 1, t, sum);
-    if (lane < kWarps) warp_sum[lane] = b + wincl - ws;  // the warp's exclusive prefix
-  }
-  __syncthreads();
-  std::uint64_t p = warp_sum[w] + incl - mine;
+  std::uint64_t p = lookback::exclusive_across_tiles<kThreads>(scan + 1, t, mine);
 #pragma unroll
   for (int j = 0; j < 8; ++j)
     if (base + j < count) out[base + j] = p, p += v[j];

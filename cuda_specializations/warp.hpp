@@ -3,6 +3,7 @@
 // specializations.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 namespace ksz::cuda_spec::warp {
 
@@ -48,20 +49,21 @@ __device__ __forceinline__ T scan_inclusive(T v) {
 }
 
 // Block-collective (kThreads threads, a multiple of 32): the exclusive
-// prefix sum of v over the block's threads; total gets the block's sum.
-template <int kThreads>
-__device__ __forceinline__ std::uint32_t block_scan(std::uint32_t v, std::uint32_t& total) {
-  __shared__ std::uint32_t sums[kThreads / 32];
+// prefix sum of v over the block's threads; total gets the block's sum (in
+// total's type: 32 or 64 bits).
+template <int kThreads, class T>
+__device__ __forceinline__ T block_scan(std::common_type_t<T> v, T& total) {  // T from total
+  __shared__ T sums[kThreads / 32];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const std::uint32_t incl = scan_inclusive(v);
+  const T incl = scan_inclusive(v);
   __syncthreads();  // sums reuse across calls
   if (lane == 31) sums[w] = incl;
   __syncthreads();
-  std::uint32_t before = 0;
+  T before = 0;
   total = 0;
 #pragma unroll
   for (int k = 0; k < kThreads / 32; ++k) {
-    before += k < w ? sums[k] : 0u;
+    before += k < w ? sums[k] : T(0);
     total += sums[k];
   }
   return before + incl - v;

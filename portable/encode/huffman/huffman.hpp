@@ -780,7 +780,8 @@ inline bool encode_single_pass(const Kokkos::Cuda& space, const cuda_spec::Symbo
   const Kokkos::View<std::uint32_t*, Kokkos::CudaSpace> words =
       ws->template get<std::uint32_t>(WS::kHuffWords, words_bound, "ksz::huffman::words");
   const Kokkos::View<unsigned long long*, Kokkos::CudaSpace> state =
-      ws->template get<unsigned long long>(WS::kHuffState, nchunks + 2, "ksz::huffman::state");
+      ws->template get<unsigned long long>(WS::kHuffState, cuda_spec::huffman_encode_state_words(nchunks),
+                                           "ksz::huffman::state");
   std::uint32_t st = 0;
   if (!cuda_spec::huffman_encode_single_pass(space, src, n, chunk_symbols, book.encode_table().data(),
                                              static_cast<std::uint32_t>(book.nsym()), res.chunk_offsets.data(),

@@ -436,21 +436,20 @@ void walk_columns(const ExecSpace& space, const Pass& p, const char* label, cons
   const PassWalk w = make_walk(p, segs, p.cnt[o]);
   const std::uint32_t nd = static_cast<std::uint32_t>(p.cnt[d]);
   const std::uint64_t groups = (p.cnt[d] + J - 1) / J;
-  const bool along_z = d == 2;
+  // The pass's dimension and the other one: first coordinate, step, stride.
+  const std::uint32_t fd = w.first[d], sd_step = w.step[d], sd = d == 2 ? w.stride2 : w.stride1;
+  const std::uint32_t fo = w.first[o], so_step = w.step[o], so = o == 2 ? w.stride2 : w.stride1;
   Kokkos::parallel_for(
       label, walk_policy(space, p.cnt[o] * groups * segs * kLanes), KOKKOS_LAMBDA(const std::uint64_t it) {
         std::uint32_t lane, seg, ko, g;
         w.split(it, lane, seg, ko, g);
         const std::uint32_t k0 = seg * kLanes + lane;
-        const std::uint32_t x = w.first[0] + k0 * w.step[0];
-        const std::uint32_t co = (along_z ? w.first[1] : w.first[2]) + ko * (along_z ? w.step[1] : w.step[2]);
-        const std::uint32_t base = x + co * (along_z ? w.stride1 : w.stride2);
-        const std::uint32_t sd = along_z ? w.stride2 : w.stride1;
+        const std::uint32_t base = w.first[0] + k0 * w.step[0] + (fo + ko * so_step) * so;
         std::uint32_t i[J], c[J];
         std::uint32_t valid = 0;
         for (std::uint32_t j = 0; j < J; ++j) {
           const std::uint32_t kd = g * J + j;
-          c[j] = (along_z ? w.first[2] : w.first[1]) + kd * (along_z ? w.step[2] : w.step[1]);
+          c[j] = fd + kd * sd_step;
           i[j] = base + c[j] * sd;
           valid += kd < nd ? 1u : 0u;
         }
@@ -498,17 +497,13 @@ bool quads_aligned(const Views&... v) {
 template <class ExecSpace, class F>
 void walk_row_pairs(const ExecSpace& space, const Pass& p, const char* label, const F& f) {
   const std::uint32_t nx = static_cast<std::uint32_t>(p.shape.n[0]), quads = nx / 4;
-  const FastDiv by_quads(quads), by_rows(static_cast<std::uint32_t>(p.cnt[1]));
-  const std::uint32_t f1 = static_cast<std::uint32_t>(p.first[1]), s1 = static_cast<std::uint32_t>(p.step[1]);
-  const std::uint32_t f2 = static_cast<std::uint32_t>(p.first[2]), s2 = static_cast<std::uint32_t>(p.step[2]);
-  const std::uint32_t stride1 = static_cast<std::uint32_t>(p.shape.stride[1]);
-  const std::uint32_t stride2 = static_cast<std::uint32_t>(p.shape.stride[2]);
+  const PassWalk w = make_walk(p, quads, p.cnt[1]);  // a row's quads as its segments
   Kokkos::parallel_for(
       label, walk_policy(space, std::uint64_t(quads) * p.cnt[1] * p.cnt[2]), KOKKOS_LAMBDA(const std::uint64_t it) {
         const std::uint32_t t = static_cast<std::uint32_t>(it);
-        const std::uint32_t row = by_quads.div(t), k2 = by_rows.div(row);
-        const std::uint32_t x = 4 * (t - row * quads), k1 = row - k2 * by_rows.d;
-        const std::uint32_t e = (f1 + k1 * s1) * stride1 + (f2 + k2 * s2) * stride2 + x;
+        const std::uint32_t row = w.segs.div(t), k2 = w.rows.div(row);
+        const std::uint32_t x = 4 * (t - row * quads), k1 = row - k2 * w.rows.d;
+        const std::uint32_t e = (w.first[1] + k1 * w.step[1]) * w.stride1 + (w.first[2] + k2 * w.step[2]) * w.stride2 + x;
         if (x >= 4 && x + 8 <= nx) {
           f.pair(e);
         } else {
