@@ -243,11 +243,37 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // through a huffman::Narrow, never rewritten.
   const bool auto_radius = opt.radius == 0;
   const std::uint32_t coded_radius = auto_radius ? spline::kAutoRadiusMax : opt.radius;
+  // The levels above the finest on the half grid where it applies
+  // (spline::traverse_half; the same codes either way).
+  const bool half = spline::half_grid_applies(sh, cfg) && spline::from_half_aligned(rec, codes);
+  spline::HalfGrid<T, Mem> hg;
+  if (half) {
+    const std::uint64_t nh = spline::half_shape(sh).count();
+    hg.in = spline::half_input<T, Mem>(sh, in);
+    hg.r = ws.template get<T>(WS::kHalfRec, nh, "ksz::half::reconstructed");
+    hg.codes = ws.template get<std::uint16_t>(WS::kHalfCodes, nh, "ksz::half::codes");
+    hg.qv = ws.template get<std::int32_t>(WS::kHalfResiduals, nh, "ksz::half::residuals");
+  }
   const auto anchor_body = [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-    spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, in, rec, codes, qv, nverb);
+    if (half)
+      spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, hg.in, hg.r, hg.codes, hg.qv, nverb);
+    else
+      spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, in, rec, codes, qv, nverb);
   };
-  const auto pass_body = [&](const spline::Pass& p) {
-    spline::compress_pass<ExecSpace, T>(space, p, qp.bound, coded_radius, in, rec, codes, qv, nverb);
+  const auto pass_body = [&](const spline::Pass& p, spline::PassGrid grid) {
+    spline::compress_pass_on<ExecSpace, T>(space, p, grid, qp.bound, coded_radius, in, hg, rec, codes, qv, nverb);
+  };
+  // The traversal of a configuration, on the half grid or not; a pass's
+  // stride on the field (twice its own on the half grid).
+  const auto walk = [&](const spline::Config& c, const auto& body_anchor, const auto& body_pass) {
+    if (half)
+      spline::traverse_half(sh, c, steps, qp.bound, body_anchor, body_pass);
+    else
+      spline::traverse(sh, c, steps, qp.bound, body_anchor,
+                       [&](const spline::Pass& p) { body_pass(p, spline::PassGrid::Whole); });
+  };
+  const auto field_stride = [](const spline::Pass& p, spline::PassGrid grid) {
+    return grid == spline::PassGrid::Half ? 2 * p.s : p.s;
   };
   // Queued behind the trial's kernels while the host waits for their
   // histograms and weighs them: the anchors (no tuned choice in them) and, on
@@ -260,8 +286,8 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const spline::Config tuned = cfg;
   choose_spline_kind<ExecSpace, T>(space, smp, steps, qp.bound, cfg, ws, [&] {
     Kokkos::deep_copy(space, nverb, std::uint64_t(0));  // after the trial's launches: they wait for nothing
-    spline::traverse(sh, tuned, steps, qp.bound, anchor_body, [&](const spline::Pass& p) {
-      if (guess && p.s == coarsest) pass_body(p);
+    walk(tuned, anchor_body, [&](const spline::Pass& p, spline::PassGrid grid) {
+      if (guess && field_stride(p, grid) == coarsest) pass_body(p, grid);
     });
   });
   const bool kept = std::equal(std::begin(cfg.kind), std::end(cfg.kind), std::begin(tuned.kind));
@@ -270,13 +296,13 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // the device idle for the next launch, about 10 us on the H200).
 
   if (guess && !kept) Kokkos::deep_copy(space, nverb, std::uint64_t(0));  // the guess's verbatim count
-  spline::traverse(
-      sh, cfg, steps, qp.bound,
+  walk(
+      cfg,
       [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
         if (guess && !kept) anchor_body(a, aqp);
       },
-      [&](const spline::Pass& p) {
-        if (!(guess && kept && p.s == coarsest)) pass_body(p);
+      [&](const spline::Pass& p, spline::PassGrid grid) {
+        if (!(guess && kept && field_stride(p, grid) == coarsest)) pass_body(p, grid);
       });
   // With the automatic radius, the wide histogram and (on CUDA, in the same
   // pass) each compaction block's magnitude classes, from which the outlier

@@ -665,12 +665,12 @@ KOKKOS_INLINE_FUNCTION void predict_batch(const Pass& p, const V& r, const I (&i
 // a null function pointer on host backends). `batch` takes N points of which the
 // first `valid` exist and loads all their values before it computes any
 // (predict_batch); `operator()` is one point.
-template <class T, class Mem>
+template <class T, class Mem, class In = Kokkos::View<const T*, Mem>>
 struct CompressPoint {
   Pass p;
   double bound;
   std::int32_t rad;
-  Kokkos::View<const T*, Mem> in;
+  In in;  // a view, or the half grid's HalfInput (never by quads)
   Kokkos::View<T*, Mem> r;
   Kokkos::View<std::uint16_t*, Mem> codes;
   Kokkos::View<std::int32_t*, Mem> qv;
@@ -690,10 +690,19 @@ struct CompressPoint {
     batch<true>(ii, cc, 1);
   }
   // walk_row_pairs: the points e + 1 and e + 3 of the quad at e.
-  bool quads_aligned() const { return spline::quads_aligned<T>(in, r); }
+  bool quads_aligned() const {
+    if constexpr (Kokkos::is_view<In>::value)
+      return spline::quads_aligned<T>(in, r);
+    else
+      return false;
+  }
   template <class I>
   KOKKOS_INLINE_FUNCTION void pair(I e) const {
-    const Quad<T> x = load_quad(&in(e));
+    Quad<T> x;
+    if constexpr (Kokkos::is_view<In>::value)
+      x = load_quad(&in(e));
+    else  // never taken (quads_aligned), but compiled
+      for (I j = 0; j < 4; ++j) x.v[j] = in(e + j);
     PairStencil<T> ps = pair_stencil<T>(p, r, e);
     for (int j = 0; j < 2; ++j)
       ps.quad.v[2 * j + 1] = code_value<T>(p, bound, rad, x.v[2 * j + 1], ps.pred[j], codes, qv, nverb, e + 2 * j + 1);
@@ -765,16 +774,16 @@ struct DecompressPoint {
 };
 
 // Compressor side of one pass: code, residual and reconstruction of each point.
-template <class ExecSpace, class T>
-void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
-                   Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+// `in`: the input (a view) or the half grid's (HalfInput).
+template <class ExecSpace, class T, class In>
+void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius, const In& in,
                    Kokkos::View<T*, typename ExecSpace::memory_space> r,
                    Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
                    Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
                    Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   for_each_point(space, pass, "ksz::spline::compress_pass",
-                 CompressPoint<T, typename ExecSpace::memory_space>{pass, bound, static_cast<std::int32_t>(radius), in,
-                                                                   r, codes, qv, nverb});
+                 CompressPoint<T, typename ExecSpace::memory_space, In>{pass, bound, static_cast<std::int32_t>(radius),
+                                                                       in, r, codes, qv, nverb});
 }
 
 // Decompressor side: codes with the sparse residuals of code-0 positions
@@ -1313,9 +1322,9 @@ KOKKOS_INLINE_FUNCTION void compress_anchor_row(const Anchors& a, const quantize
 // recomputed from the input (the row chain holds pre-quantized values, not
 // reconstructions, so no anchor waits for another). A thread per row walked
 // 64 strided anchors one after the other (51 us at 512^3 on the H200).
-template <class ExecSpace, class T>
+template <class ExecSpace, class T, class In>
 void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
-                      std::uint32_t radius, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                      std::uint32_t radius, const In& in,
                       Kokkos::View<T*, typename ExecSpace::memory_space> r,
                       Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
                       Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
@@ -1416,6 +1425,169 @@ void traverse_tiled(const Shape& sh, const Config& cfg, const double* steps, dou
                     FP&& body_pass, FF&& body_fine) {
   traverse_levels(sh, cfg, steps, bound, 2, body_anchor, body_pass);
   body_fine(make_fine_tiles(sh, cfg, steps[0]));
+}
+
+// ---- The levels above the finest on the half grid ----
+// Every point of the levels above the finest has even coordinates: level l
+// of the field is level l - 1 of its half grid (the even points, extents
+// ceil(n / 2), anchors at half the stride, steps one level up), with the same
+// neighbours, splines, steps and arithmetic, so the same codes. On the whole
+// field their passes read and write every other value of every other row,
+// half of each sector they move (on the H200 the stride-2 level took 164 us
+// for 11% of the points, the finest 567 us for 88%); on the half grid the
+// rows are dense. The finest level's first pass, along x, then takes the half
+// grid's values into the field's arrays with its own (compress_from_half).
+// It applies when that pass runs first and rows are quads (x a multiple of 4).
+inline Shape half_shape(const Shape& sh) {
+  return make_shape((sh.n[0] + 1) / 2, (sh.n[1] + 1) / 2, (sh.n[2] + 1) / 2);
+}
+inline bool half_grid_applies(const Shape& sh, const Config& cfg) {
+  return cfg.order[0] == 0 && sh.n[0] % 4 == 0 && sh.n[0] >= 8 && cfg.anchor_stride >= 4 &&
+         sh.count() <= kIndex32Max;
+}
+
+// The half grid's input: the field's value at twice the coordinates of half
+// grid point i (32-bit index math: fields up to kIndex32Max elements).
+template <class T, class Mem>
+struct HalfInput {
+  Kokkos::View<const T*, Mem> in;
+  FastDiv h0, h1;                // by the half grid's extents along x and y
+  std::uint32_t s1 = 0, s2 = 0;  // twice the field's strides along y and z
+  template <class I>
+  KOKKOS_INLINE_FUNCTION T operator()(I i) const {
+    const std::uint32_t k = static_cast<std::uint32_t>(i), row = h0.div(k), z = h1.div(row);
+    return in(2 * (k - row * h0.d) + (row - z * h1.d) * s1 + z * s2);
+  }
+};
+template <class T, class Mem>
+HalfInput<T, Mem> half_input(const Shape& sh, Kokkos::View<const T*, Mem> in) {
+  const Shape h = half_shape(sh);
+  HalfInput<T, Mem> hi;
+  hi.in = in;
+  hi.h0 = FastDiv(static_cast<std::uint32_t>(h.n[0]));
+  hi.h1 = FastDiv(static_cast<std::uint32_t>(h.n[1]));
+  hi.s1 = static_cast<std::uint32_t>(2 * sh.stride[1]);
+  hi.s2 = static_cast<std::uint32_t>(2 * sh.stride[2]);
+  return hi;
+}
+
+// The half grid's arrays: its input, reconstructions, codes and sparse
+// residuals (code-0 positions), half_shape(sh).count() each.
+template <class T, class Mem>
+struct HalfGrid {
+  HalfInput<T, Mem> in;
+  Kokkos::View<T*, Mem> r;
+  Kokkos::View<std::uint16_t*, Mem> codes;
+  Kokkos::View<std::int32_t*, Mem> qv;
+};
+
+// Where a pass of traverse_half runs: on the half grid, on the field taking
+// the half grid's values (the finest level's first pass), or on the field.
+enum class PassGrid { Half, FromHalf, Whole };
+
+// As traverse, the levels above the finest on the half grid: body_anchor
+// (anchors of the half grid), body_pass(pass, grid) for each pass.
+template <class FA, class FP>
+void traverse_half(const Shape& sh, const Config& cfg, const double* steps, double bound, FA&& body_anchor,
+                   FP&& body_pass) {
+  Config half = cfg;
+  half.anchor_stride = cfg.anchor_stride / 2;
+  traverse_levels(half_shape(sh), half, steps + 1, bound, 1, body_anchor,
+                  [&](const Pass& p) { body_pass(p, PassGrid::Half); });
+  Pass fine[3];
+  int k = 0;
+  for (int p = 0; p < 3; ++p) {
+    const Pass pass = make_pass(sh, cfg, 1, p, steps[0]);
+    if (pass.count() > 0) fine[k++] = pass;
+  }
+  fine[k - 1].last = true;  // k >= 1: the pass along x (half_grid_applies)
+  for (int j = 0; j < k; ++j) body_pass(fine[j], j == 0 ? PassGrid::FromHalf : PassGrid::Whole);
+}
+
+// A code written into a thread's own array by code_value.
+struct CodeSlot {
+  std::uint16_t* at;
+  template <class I>
+  KOKKOS_INLINE_FUNCTION std::uint16_t& operator()(I) const {
+    return *at;
+  }
+};
+struct alignas(8) CodeQuad {
+  std::uint16_t v[4];
+};
+
+// The finest level's first pass (along x: odd x, even y and z) after the
+// levels above on the half grid: a thread takes the quad [x, x + 4) of a row
+// (x a multiple of 4). Its even values are the half grid's points x/2 and
+// x/2 + 1, whose reconstructions, codes and code-0 residuals it copies; its
+// odd ones are the pass's points, predicted from the half grid's
+// reconstructions at x/2 - 1 .. x/2 + 3 as predict_from would from the
+// field's. It stores the quad's reconstructions and codes whole.
+template <class ExecSpace, class T>
+void compress_from_half(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
+                        Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                        const HalfGrid<T, typename ExecSpace::memory_space>& half,
+                        Kokkos::View<T*, typename ExecSpace::memory_space> r,
+                        Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                        Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                        Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
+  const Pass p = pass;
+  const HalfGrid<T, typename ExecSpace::memory_space> h = half;
+  const std::int32_t rad = static_cast<std::int32_t>(radius);
+  const std::uint32_t nx = static_cast<std::uint32_t>(p.shape.n[0]), quads = nx / 4, hx = nx / 2;
+  const FastDiv by_quads(quads), by_rows(static_cast<std::uint32_t>(p.cnt[1]));
+  const std::uint32_t s1 = static_cast<std::uint32_t>(2 * p.shape.stride[1]);
+  const std::uint32_t s2 = static_cast<std::uint32_t>(2 * p.shape.stride[2]);
+  Kokkos::parallel_for(
+      "ksz::spline::compress_from_half", walk_policy(space, std::uint64_t(quads) * p.cnt[1] * p.cnt[2]),
+      KOKKOS_LAMBDA(const std::uint64_t it) {
+        const std::uint32_t t = static_cast<std::uint32_t>(it);
+        const std::uint32_t row = by_quads.div(t), q = t - row * quads, z = by_rows.div(row), y = row - z * by_rows.d;
+        const std::uint32_t x = 4 * q, e = y * s1 + z * s2 + x, g = row * hx + 2 * q;
+        const bool more = q + 1 < quads;
+        Stencil<T> lo, hi;  // the points x + 1 and x + 3
+        lo.a = q > 0 ? h.r(g - 1) : T(0);
+        lo.b = hi.a = h.r(g);
+        lo.c = hi.b = h.r(g + 1);
+        lo.d = hi.c = more ? h.r(g + 2) : T(0);
+        hi.d = more ? h.r(g + 3) : T(0);
+        lo.w = where(1u, nx, x + 1);
+        hi.w = where(1u, nx, x + 3);
+        CodeQuad cq;
+        cq.v[0] = h.codes(g);
+        cq.v[2] = h.codes(g + 1);
+        if (cq.v[0] == 0) qv(e) = h.qv(g);
+        if (cq.v[2] == 0) qv(e + 2) = h.qv(g + 1);
+        Quad<T> rq;
+        rq.v[0] = lo.b;
+        rq.v[2] = lo.c;
+        rq.v[1] = code_value<T>(p, bound, rad, in(e + 1), predict_from(p.kind, lo), CodeSlot{&cq.v[1]}, qv, nverb, e + 1);
+        rq.v[3] = code_value<T>(p, bound, rad, in(e + 3), predict_from(p.kind, hi), CodeSlot{&cq.v[3]}, qv, nverb, e + 3);
+        *reinterpret_cast<CodeQuad*>(&codes(e)) = cq;
+        if (!p.last) store_quad(&r(e), rq);
+      });
+}
+// Whether compress_from_half can store whole quads into these arrays.
+template <class T, class Mem>
+bool from_half_aligned(Kokkos::View<T*, Mem> r, Kokkos::View<std::uint16_t*, Mem> codes) {
+  return quads_aligned<T>(r) && reinterpret_cast<std::uintptr_t>(codes.data()) % sizeof(CodeQuad) == 0;
+}
+
+// A pass of traverse_half on the compressor's side.
+template <class ExecSpace, class T>
+void compress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid, double bound, std::uint32_t radius,
+                      Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                      const HalfGrid<T, typename ExecSpace::memory_space>& half,
+                      Kokkos::View<T*, typename ExecSpace::memory_space> r,
+                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                      Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                      Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
+  if (grid == PassGrid::Half)
+    compress_pass<ExecSpace, T>(space, pass, bound, radius, half.in, half.r, half.codes, half.qv, nverb);
+  else if (grid == PassGrid::FromHalf)
+    compress_from_half<ExecSpace, T>(space, pass, bound, radius, in, half, r, codes, qv, nverb);
+  else
+    compress_pass<ExecSpace, T>(space, pass, bound, radius, in, r, codes, qv, nverb);
 }
 
 // Auto-tune by profiling (section V-B): on sampled interior points, the error
