@@ -621,13 +621,19 @@ struct Interior {
   template <class V, class I>
   KOKKOS_INLINE_FUNCTION void load_column(const Pass& p, const V& r, I i0) {
     const I u = static_cast<I>(p.ustride);
-    if (p.kind == kLinear) {
+    load_window(p.kind, r, static_cast<I>(i0 - 3 * u), static_cast<I>(2 * u));
+  }
+  // The same from a window of r at a0, a0 + step, ... (point j's neighbours
+  // at a0 + (j + k) step, k = 0 .. 3).
+  template <class V, class I>
+  KOKKOS_INLINE_FUNCTION void load_window(std::uint32_t kind, const V& r, I a0, I step) {
+    if (kind == kLinear) {
       T w[N + 1];
-      for (std::uint32_t m = 0; m < N + 1; ++m) w[m] = r(i0 - u + 2 * m * u);
+      for (std::uint32_t m = 0; m < N + 1; ++m) w[m] = r(a0 + (m + 1) * step);
       for (std::uint32_t j = 0; j < N; ++j) b[j] = w[j], c[j] = w[j + 1], a[j] = d[j] = T(0);  // a, d unused
     } else {
       T w[N + 3];
-      for (std::uint32_t m = 0; m < N + 3; ++m) w[m] = r(i0 - 3 * u + 2 * m * u);
+      for (std::uint32_t m = 0; m < N + 3; ++m) w[m] = r(a0 + m * step);
       for (std::uint32_t j = 0; j < N; ++j) a[j] = w[j], b[j] = w[j + 1], c[j] = w[j + 2], d[j] = w[j + 3];
     }
   }
@@ -665,7 +671,7 @@ KOKKOS_INLINE_FUNCTION void predict_batch(const Pass& p, const V& r, const I (&i
 // a null function pointer on host backends). `batch` takes N points of which the
 // first `valid` exist and loads all their values before it computes any
 // (predict_batch); `operator()` is one point.
-template <class T, class Mem, class In = Kokkos::View<const T*, Mem>>
+template <class T, class Mem, class In = Kokkos::View<const T*, Mem>, class Src = Kokkos::View<T*, Mem>>
 struct CompressPoint {
   Pass p;
   double bound;
@@ -675,14 +681,25 @@ struct CompressPoint {
   Kokkos::View<std::uint16_t*, Mem> codes;
   Kokkos::View<std::int32_t*, Mem> qv;
   Kokkos::View<std::uint64_t, Mem> nverb;
+  Src src;  // where the neighbours are read: r, or SplitRec (never by quads)
   template <bool Uniform, bool Column = false, class I, std::uint32_t N>
   KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
     T x[N];
     for (std::uint32_t j = 0; j < N; ++j)
       if (j < valid) x[j] = in(i[j]);
-    predict_batch<Uniform, T, Column>(p, r, i, c, valid, [&](std::uint32_t j, double pred) {
+    const auto use = [&](std::uint32_t j, double pred) {
       code_point<T>(p, bound, rad, x[j], pred, r, codes, qv, nverb, i[j]);
-    });
+    };
+    if constexpr (Column && !Kokkos::is_view<Src>::value) {
+      // A column of SplitRec: its source and window worked out once.
+      if (interior<false>(p, where_pass(p, c[0]), c, valid)) {
+        Interior<T, N> nb;
+        src.load_column(p, nb, i[0], c[0]);
+        for (std::uint32_t j = 0; j < N; ++j) use(j, nb.predict(p, j));
+        return;
+      }
+    }
+    predict_batch<Uniform, T, Column>(p, src, i, c, valid, use);
   }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
@@ -691,7 +708,7 @@ struct CompressPoint {
   }
   // walk_row_pairs: the points e + 1 and e + 3 of the quad at e.
   bool quads_aligned() const {
-    if constexpr (Kokkos::is_view<In>::value)
+    if constexpr (Kokkos::is_view<In>::value && Kokkos::is_view<Src>::value)
       return spline::quads_aligned<T>(in, r);
     else
       return false;
@@ -783,7 +800,7 @@ void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::
                    Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   for_each_point(space, pass, "ksz::spline::compress_pass",
                  CompressPoint<T, typename ExecSpace::memory_space, In>{pass, bound, static_cast<std::int32_t>(radius),
-                                                                       in, r, codes, qv, nverb});
+                                                                       in, r, codes, qv, nverb, r});
 }
 
 // Decompressor side: codes with the sparse residuals of code-0 positions
@@ -1431,19 +1448,19 @@ void traverse_tiled(const Shape& sh, const Config& cfg, const double* steps, dou
 // Every point of the levels above the finest has even coordinates: level l
 // of the field is level l - 1 of its half grid (the even points, extents
 // ceil(n / 2), anchors at half the stride, steps one level up), with the same
-// neighbours, splines, steps and arithmetic, so the same codes. On the whole
-// field their passes read and write every other value of every other row,
-// half of each sector they move (on the H200 the stride-2 level took 164 us
-// for 11% of the points, the finest 567 us for 88%); on the half grid the
-// rows are dense. The finest level's first pass, along x, then takes the half
-// grid's values into the field's arrays with its own (compress_from_half).
-// It applies when that pass runs first and rows are quads (x a multiple of 4).
+// neighbours, splines, steps and arithmetic, so the same codes. On the field
+// their passes read and write every other value of every other row, half of
+// each sector they move (on the H200 the stride-2 level took 164 us for 11%
+// of the points, the finest 567 us for 88%); on the half grid the rows are
+// dense. The finest level then reads the half grid's points where it needs
+// them (SplitRec) until its pass along x takes them into the field's arrays
+// with its own (compress_from_half, quads stored whole). It applies to rows
+// of quads (x a multiple of 4).
 inline Shape half_shape(const Shape& sh) {
   return make_shape((sh.n[0] + 1) / 2, (sh.n[1] + 1) / 2, (sh.n[2] + 1) / 2);
 }
 inline bool half_grid_applies(const Shape& sh, const Config& cfg) {
-  return cfg.order[0] == 0 && sh.n[0] % 4 == 0 && sh.n[0] >= 8 && cfg.anchor_stride >= 4 &&
-         sh.count() <= kIndex32Max;
+  return sh.n[0] % 4 == 0 && sh.n[0] >= 8 && cfg.anchor_stride >= 4 && sh.count() <= kIndex32Max;
 }
 
 // The half grid's input: the field's value at twice the coordinates of half
@@ -1481,9 +1498,54 @@ struct HalfGrid {
   Kokkos::View<std::int32_t*, Mem> qv;
 };
 
-// Where a pass of traverse_half runs: on the half grid, on the field taking
-// the half grid's values (the finest level's first pass), or on the field.
-enum class PassGrid { Half, FromHalf, Whole };
+// The reconstructions the finest level's passes ahead of the one along x
+// read: a point with every coordinate even from the half grid, any other
+// from the field.
+template <class T, class Mem>
+struct SplitRec {
+  Kokkos::View<const T*, Mem> field, half;
+  FastDiv n0, n1;                 // by the field's extents along x and y
+  std::uint32_t h1 = 0, h2 = 0;   // the half grid's strides along y and z
+  template <class I>
+  KOKKOS_INLINE_FUNCTION T operator()(I i) const {
+    const std::uint32_t k = static_cast<std::uint32_t>(i), row = n0.div(k), z = n1.div(row);
+    const std::uint32_t x = k - row * n0.d, y = row - z * n1.d;
+    return ((x | y | z) & 1u) ? field(i) : half(x / 2 + (y / 2) * h1 + (z / 2) * h2);
+  }
+  // An interior column of a pass along y or z from its first point i0 (c0
+  // along the pass's dimension): its neighbours all come from the half grid
+  // (x and the other coordinate even) or all from the field.
+  template <class Nb, class I>
+  KOKKOS_INLINE_FUNCTION void load_column(const Pass& p, Nb& nb, I i0, I c0) const {
+    const std::uint32_t k = static_cast<std::uint32_t>(i0), row = n0.div(k), z = n1.div(row);
+    const std::uint32_t x = k - row * n0.d, y = row - z * n1.d;
+    const bool along_y = p.dim == 1;
+    if (((x | (along_y ? z : y)) & 1u) == 0) {
+      const std::uint32_t a = (static_cast<std::uint32_t>(c0) - 3) / 2;  // the window's first, along the pass
+      const std::uint32_t base = x / 2 + (along_y ? (z / 2) * h2 + a * h1 : (y / 2) * h1 + a * h2);
+      nb.load_window(p.kind, half, base, along_y ? h1 : h2);
+    } else {
+      nb.load_column(p, field, k);
+    }
+  }
+};
+template <class T, class Mem>
+SplitRec<T, Mem> split_rec(const Shape& sh, Kokkos::View<const T*, Mem> field, Kokkos::View<const T*, Mem> half) {
+  const Shape h = half_shape(sh);
+  SplitRec<T, Mem> sr;
+  sr.field = field;
+  sr.half = half;
+  sr.n0 = FastDiv(static_cast<std::uint32_t>(sh.n[0]));
+  sr.n1 = FastDiv(static_cast<std::uint32_t>(sh.n[1]));
+  sr.h1 = static_cast<std::uint32_t>(h.stride[1]);
+  sr.h2 = static_cast<std::uint32_t>(h.stride[2]);
+  return sr;
+}
+
+// Where a pass of traverse_half runs: on the half grid; on the field reading
+// the half grid's points (the finest level's passes ahead of the one along
+// x); the pass along x, taking them into the field; on the field alone.
+enum class PassGrid { Half, Split, FromHalf, Whole };
 
 // As traverse, the levels above the finest on the half grid: body_anchor
 // (anchors of the half grid), body_pass(pass, grid) for each pass.
@@ -1501,7 +1563,12 @@ void traverse_half(const Shape& sh, const Config& cfg, const double* steps, doub
     if (pass.count() > 0) fine[k++] = pass;
   }
   fine[k - 1].last = true;  // k >= 1: the pass along x (half_grid_applies)
-  for (int j = 0; j < k; ++j) body_pass(fine[j], j == 0 ? PassGrid::FromHalf : PassGrid::Whole);
+  bool taken = false;       // the pass along x has run
+  for (int j = 0; j < k; ++j) {
+    const bool x = fine[j].dim == 0;
+    body_pass(fine[j], x ? PassGrid::FromHalf : taken ? PassGrid::Whole : PassGrid::Split);
+    taken = taken || x;
+  }
 }
 
 // A code written into a thread's own array by code_value.
@@ -1516,13 +1583,14 @@ struct alignas(8) CodeQuad {
   std::uint16_t v[4];
 };
 
-// The finest level's first pass (along x: odd x, even y and z) after the
-// levels above on the half grid: a thread takes the quad [x, x + 4) of a row
-// (x a multiple of 4). Its even values are the half grid's points x/2 and
-// x/2 + 1, whose reconstructions, codes and code-0 residuals it copies; its
-// odd ones are the pass's points, predicted from the half grid's
-// reconstructions at x/2 - 1 .. x/2 + 3 as predict_from would from the
-// field's. It stores the quad's reconstructions and codes whole.
+// The finest level's pass along x (odd x) after the levels above on the half
+// grid: a thread takes the quad [x, x + 4) of a row (x a multiple of 4),
+// whose odd values are the pass's points, predicted from the even ones at x -
+// 2 .. x + 6 as predict_from would. On a row of even y and z those are the
+// half grid's points x/2 - 1 .. x/2 + 3, whose reconstructions, codes and
+// code-0 residuals the thread takes into the field's arrays; on the other
+// rows earlier passes put them there. It stores the quad's reconstructions
+// and codes whole.
 template <class ExecSpace, class T>
 void compress_from_half(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
                         Kokkos::View<const T*, typename ExecSpace::memory_space> in,
@@ -1535,39 +1603,57 @@ void compress_from_half(const ExecSpace& space, const Pass& pass, double bound, 
   const HalfGrid<T, typename ExecSpace::memory_space> h = half;
   const std::int32_t rad = static_cast<std::int32_t>(radius);
   const std::uint32_t nx = static_cast<std::uint32_t>(p.shape.n[0]), quads = nx / 4, hx = nx / 2;
+  const std::uint32_t hxy = hx * static_cast<std::uint32_t>((p.shape.n[1] + 1) / 2);
   const FastDiv by_quads(quads), by_rows(static_cast<std::uint32_t>(p.cnt[1]));
-  const std::uint32_t s1 = static_cast<std::uint32_t>(2 * p.shape.stride[1]);
-  const std::uint32_t s2 = static_cast<std::uint32_t>(2 * p.shape.stride[2]);
+  const std::uint32_t s1 = static_cast<std::uint32_t>(p.shape.stride[1]), s2 = static_cast<std::uint32_t>(p.shape.stride[2]);
+  const std::uint32_t step1 = static_cast<std::uint32_t>(p.step[1]), step2 = static_cast<std::uint32_t>(p.step[2]);
   Kokkos::parallel_for(
       "ksz::spline::compress_from_half", walk_policy(space, std::uint64_t(quads) * p.cnt[1] * p.cnt[2]),
       KOKKOS_LAMBDA(const std::uint64_t it) {
         const std::uint32_t t = static_cast<std::uint32_t>(it);
-        const std::uint32_t row = by_quads.div(t), q = t - row * quads, z = by_rows.div(row), y = row - z * by_rows.d;
-        const std::uint32_t x = 4 * q, e = y * s1 + z * s2 + x, g = row * hx + 2 * q;
+        const std::uint32_t row = by_quads.div(t), q = t - row * quads, k2 = by_rows.div(row);
+        const std::uint32_t y = (row - k2 * by_rows.d) * step1, z = k2 * step2;  // first[1] = first[2] = 0
+        const std::uint32_t x = 4 * q, e = y * s1 + z * s2 + x;
         const bool more = q + 1 < quads;
+        T v[5] = {};  // the even values at x - 2 .. x + 6
+        CodeQuad cq;
+        if (((y | z) & 1u) == 0) {
+          const std::uint32_t g = (y / 2) * hx + (z / 2) * hxy + 2 * q;
+          if (q > 0) v[0] = h.r(g - 1);
+          v[1] = h.r(g);
+          v[2] = h.r(g + 1);
+          if (more) v[3] = h.r(g + 2), v[4] = h.r(g + 3);
+          cq.v[0] = h.codes(g);
+          cq.v[2] = h.codes(g + 1);
+          if (cq.v[0] == 0) qv(e) = h.qv(g);
+          if (cq.v[2] == 0) qv(e + 2) = h.qv(g + 1);
+        } else {
+          if (q > 0) v[0] = r(e - 2);
+          const Quad<T> m = load_quad(&r(e));
+          v[1] = m.v[0];
+          v[2] = m.v[2];
+          if (more) {
+            const Quad<T> n = load_quad(&r(e + 4));
+            v[3] = n.v[0];
+            v[4] = n.v[2];
+          }
+          cq = *reinterpret_cast<const CodeQuad*>(&codes(e));
+        }
         Stencil<T> lo, hi;  // the points x + 1 and x + 3
-        lo.a = q > 0 ? h.r(g - 1) : T(0);
-        lo.b = hi.a = h.r(g);
-        lo.c = hi.b = h.r(g + 1);
-        lo.d = hi.c = more ? h.r(g + 2) : T(0);
-        hi.d = more ? h.r(g + 3) : T(0);
+        lo.a = v[0], lo.b = v[1], lo.c = v[2], lo.d = v[3];
+        hi.a = v[1], hi.b = v[2], hi.c = v[3], hi.d = v[4];
         lo.w = where(1u, nx, x + 1);
         hi.w = where(1u, nx, x + 3);
-        CodeQuad cq;
-        cq.v[0] = h.codes(g);
-        cq.v[2] = h.codes(g + 1);
-        if (cq.v[0] == 0) qv(e) = h.qv(g);
-        if (cq.v[2] == 0) qv(e + 2) = h.qv(g + 1);
         Quad<T> rq;
-        rq.v[0] = lo.b;
-        rq.v[2] = lo.c;
+        rq.v[0] = v[1];
+        rq.v[2] = v[2];
         rq.v[1] = code_value<T>(p, bound, rad, in(e + 1), predict_from(p.kind, lo), CodeSlot{&cq.v[1]}, qv, nverb, e + 1);
         rq.v[3] = code_value<T>(p, bound, rad, in(e + 3), predict_from(p.kind, hi), CodeSlot{&cq.v[3]}, qv, nverb, e + 3);
         *reinterpret_cast<CodeQuad*>(&codes(e)) = cq;
         if (!p.last) store_quad(&r(e), rq);
       });
 }
-// Whether compress_from_half can store whole quads into these arrays.
+// Whether compress_from_half can load and store whole quads of these arrays.
 template <class T, class Mem>
 bool from_half_aligned(Kokkos::View<T*, Mem> r, Kokkos::View<std::uint16_t*, Mem> codes) {
   return quads_aligned<T>(r) && reinterpret_cast<std::uintptr_t>(codes.data()) % sizeof(CodeQuad) == 0;
@@ -1582,12 +1668,19 @@ void compress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid, d
                       Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
                       Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
                       Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
-  if (grid == PassGrid::Half)
+  using Mem = typename ExecSpace::memory_space;
+  if (grid == PassGrid::Half) {
     compress_pass<ExecSpace, T>(space, pass, bound, radius, half.in, half.r, half.codes, half.qv, nverb);
-  else if (grid == PassGrid::FromHalf)
+  } else if (grid == PassGrid::Split) {
+    const SplitRec<T, Mem> src = split_rec<T, Mem>(pass.shape, r, half.r);
+    for_each_point(space, pass, "ksz::spline::compress_split",
+                   CompressPoint<T, Mem, Kokkos::View<const T*, Mem>, SplitRec<T, Mem>>{
+                       pass, bound, static_cast<std::int32_t>(radius), in, r, codes, qv, nverb, src});
+  } else if (grid == PassGrid::FromHalf) {
     compress_from_half<ExecSpace, T>(space, pass, bound, radius, in, half, r, codes, qv, nverb);
-  else
+  } else {
     compress_pass<ExecSpace, T>(space, pass, bound, radius, in, r, codes, qv, nverb);
+  }
 }
 
 // Auto-tune by profiling (section V-B): on sampled interior points, the error
