@@ -243,37 +243,31 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // through a huffman::Narrow, never rewritten.
   const bool auto_radius = opt.radius == 0;
   const std::uint32_t coded_radius = auto_radius ? spline::kAutoRadiusMax : opt.radius;
-  // The levels above the finest on the half grid where it applies
-  // (spline::traverse_half; the same codes either way).
-  const bool half = spline::half_grid_applies(sh, cfg) && spline::from_half_aligned(rec, codes);
-  spline::HalfGrid<T, Mem> hg;
-  if (half) {
-    const std::uint64_t nh = spline::half_shape(sh).count();
-    hg.in = spline::half_input<T, Mem>(sh, in);
-    hg.r = ws.template get<T>(WS::kHalfRec, nh, "ksz::half::reconstructed");
-    hg.codes = ws.template get<std::uint16_t>(WS::kHalfCodes, nh, "ksz::half::codes");
-    hg.qv = ws.template get<std::int32_t>(WS::kHalfResiduals, nh, "ksz::half::residuals");
+  // The passes ahead of the finest level's along x on the even-x grid where
+  // it applies (spline::traverse_even; the same codes either way).
+  const bool even = spline::even_x_applies(sh, cfg) && spline::from_even_aligned(rec, codes);
+  spline::EvenGrid<T, Mem> eg;
+  if (even) {
+    const std::uint64_t ne = spline::even_x_shape(sh).count();
+    eg.r = ws.template get<T>(WS::kEvenRec, ne, "ksz::even_x::reconstructed");
+    eg.codes = ws.template get<std::uint16_t>(WS::kEvenCodes, ne, "ksz::even_x::codes");
   }
   const auto anchor_body = [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-    if (half)
-      spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, hg.in, hg.r, hg.codes, hg.qv, nverb);
+    if (even)
+      spline::compress_anchors_even<ExecSpace, T>(space, a, aqp, coded_radius, in, eg, qv, nverb);
     else
       spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, in, rec, codes, qv, nverb);
   };
   const auto pass_body = [&](const spline::Pass& p, spline::PassGrid grid) {
-    spline::compress_pass_on<ExecSpace, T>(space, p, grid, qp.bound, coded_radius, in, hg, rec, codes, qv, nverb);
+    spline::compress_pass_on<ExecSpace, T>(space, p, grid, qp.bound, coded_radius, in, eg, rec, codes, qv, nverb);
   };
-  // The traversal of a configuration, on the half grid or not; a pass's
-  // stride on the field (twice its own on the half grid).
+  // The traversal of a configuration, on the even-x grid or not.
   const auto walk = [&](const spline::Config& c, const auto& body_anchor, const auto& body_pass) {
-    if (half)
-      spline::traverse_half(sh, c, steps, qp.bound, body_anchor, body_pass);
+    if (even)
+      spline::traverse_even(sh, c, steps, qp.bound, body_anchor, body_pass);
     else
       spline::traverse(sh, c, steps, qp.bound, body_anchor,
                        [&](const spline::Pass& p) { body_pass(p, spline::PassGrid::Whole); });
-  };
-  const auto field_stride = [](const spline::Pass& p, spline::PassGrid grid) {
-    return grid == spline::PassGrid::Half ? 2 * p.s : p.s;
   };
   // Queued behind the trial's kernels while the host waits for their
   // histograms and weighs them: the anchors (no tuned choice in them) and, on
@@ -287,7 +281,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   choose_spline_kind<ExecSpace, T>(space, smp, steps, qp.bound, cfg, ws, [&] {
     Kokkos::deep_copy(space, nverb, std::uint64_t(0));  // after the trial's launches: they wait for nothing
     walk(tuned, anchor_body, [&](const spline::Pass& p, spline::PassGrid grid) {
-      if (guess && field_stride(p, grid) == coarsest) pass_body(p, grid);
+      if (guess && spline::level_stride(p, grid) == coarsest) pass_body(p, grid);
     });
   });
   const bool kept = std::equal(std::begin(cfg.kind), std::end(cfg.kind), std::begin(tuned.kind));
@@ -302,7 +296,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
         if (guess && !kept) anchor_body(a, aqp);
       },
       [&](const spline::Pass& p, spline::PassGrid grid) {
-        if (!(guess && kept && field_stride(p, grid) == coarsest)) pass_body(p, grid);
+        if (!(guess && kept && spline::level_stride(p, grid) == coarsest)) pass_body(p, grid);
       });
   // With the automatic radius, the wide histogram and (on CUDA, in the same
   // pass) each compaction block's magnitude classes, from which the outlier

@@ -39,9 +39,8 @@ class Workspace {
     kSzxState,    // the one-pass SZx kernels' look-back states
     kInterpRec,        // the interp compressor's reconstructed values
     kInterpResiduals,  // the interp pipeline's sparse residuals (code-0 positions)
-    kHalfRec,          // the interp compressor's half grid (spline::HalfGrid): reconstructions,
-    kHalfCodes,        // codes
-    kHalfResiduals,    // and sparse residuals
+    kEvenRec,          // the interp compressor's even-x grid (spline::EvenGrid): reconstructions
+    kEvenCodes,        // and codes
     kLosslessSizes,    // the lossless encoder's block sizes and offsets
     kLosslessStaging,  // its coded blocks before the gather
     kLosslessPayload,  // and its payload

@@ -621,19 +621,13 @@ struct Interior {
   template <class V, class I>
   KOKKOS_INLINE_FUNCTION void load_column(const Pass& p, const V& r, I i0) {
     const I u = static_cast<I>(p.ustride);
-    load_window(p.kind, r, static_cast<I>(i0 - 3 * u), static_cast<I>(2 * u));
-  }
-  // The same from a window of r at a0, a0 + step, ... (point j's neighbours
-  // at a0 + (j + k) step, k = 0 .. 3).
-  template <class V, class I>
-  KOKKOS_INLINE_FUNCTION void load_window(std::uint32_t kind, const V& r, I a0, I step) {
-    if (kind == kLinear) {
+    if (p.kind == kLinear) {
       T w[N + 1];
-      for (std::uint32_t m = 0; m < N + 1; ++m) w[m] = r(a0 + (m + 1) * step);
+      for (std::uint32_t m = 0; m < N + 1; ++m) w[m] = r(i0 - u + 2 * m * u);
       for (std::uint32_t j = 0; j < N; ++j) b[j] = w[j], c[j] = w[j + 1], a[j] = d[j] = T(0);  // a, d unused
     } else {
       T w[N + 3];
-      for (std::uint32_t m = 0; m < N + 3; ++m) w[m] = r(a0 + m * step);
+      for (std::uint32_t m = 0; m < N + 3; ++m) w[m] = r(i0 - 3 * u + 2 * m * u);
       for (std::uint32_t j = 0; j < N; ++j) a[j] = w[j], b[j] = w[j + 1], c[j] = w[j + 2], d[j] = w[j + 3];
     }
   }
@@ -671,35 +665,24 @@ KOKKOS_INLINE_FUNCTION void predict_batch(const Pass& p, const V& r, const I (&i
 // a null function pointer on host backends). `batch` takes N points of which the
 // first `valid` exist and loads all their values before it computes any
 // (predict_batch); `operator()` is one point.
-template <class T, class Mem, class In = Kokkos::View<const T*, Mem>, class Src = Kokkos::View<T*, Mem>>
+template <class T, class Mem, class In = Kokkos::View<const T*, Mem>, class Q = Kokkos::View<std::int32_t*, Mem>>
 struct CompressPoint {
   Pass p;
   double bound;
   std::int32_t rad;
-  In in;  // a view, or the half grid's HalfInput (never by quads)
+  In in;  // views, or on the even-x grid Doubled ones (never by quads)
   Kokkos::View<T*, Mem> r;
   Kokkos::View<std::uint16_t*, Mem> codes;
-  Kokkos::View<std::int32_t*, Mem> qv;
+  Q qv;
   Kokkos::View<std::uint64_t, Mem> nverb;
-  Src src;  // where the neighbours are read: r, or SplitRec (never by quads)
   template <bool Uniform, bool Column = false, class I, std::uint32_t N>
   KOKKOS_INLINE_FUNCTION void batch(const I (&i)[N], const I (&c)[N], std::uint32_t valid) const {
     T x[N];
     for (std::uint32_t j = 0; j < N; ++j)
       if (j < valid) x[j] = in(i[j]);
-    const auto use = [&](std::uint32_t j, double pred) {
+    predict_batch<Uniform, T, Column>(p, r, i, c, valid, [&](std::uint32_t j, double pred) {
       code_point<T>(p, bound, rad, x[j], pred, r, codes, qv, nverb, i[j]);
-    };
-    if constexpr (Column && !Kokkos::is_view<Src>::value) {
-      // A column of SplitRec: its source and window worked out once.
-      if (interior<false>(p, where_pass(p, c[0]), c, valid)) {
-        Interior<T, N> nb;
-        src.load_column(p, nb, i[0], c[0]);
-        for (std::uint32_t j = 0; j < N; ++j) use(j, nb.predict(p, j));
-        return;
-      }
-    }
-    predict_batch<Uniform, T, Column>(p, src, i, c, valid, use);
+    });
   }
   template <class I>
   KOKKOS_INLINE_FUNCTION void operator()(I i, I c) const {
@@ -708,7 +691,7 @@ struct CompressPoint {
   }
   // walk_row_pairs: the points e + 1 and e + 3 of the quad at e.
   bool quads_aligned() const {
-    if constexpr (Kokkos::is_view<In>::value && Kokkos::is_view<Src>::value)
+    if constexpr (Kokkos::is_view<In>::value)
       return spline::quads_aligned<T>(in, r);
     else
       return false;
@@ -791,16 +774,15 @@ struct DecompressPoint {
 };
 
 // Compressor side of one pass: code, residual and reconstruction of each point.
-// `in`: the input (a view) or the half grid's (HalfInput).
-template <class ExecSpace, class T, class In>
+// `in` and `qv`: views, or on the even-x grid Doubled ones (the field's).
+template <class ExecSpace, class T, class In, class Q>
 void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius, const In& in,
                    Kokkos::View<T*, typename ExecSpace::memory_space> r,
-                   Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                   Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                   Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes, const Q& qv,
                    Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   for_each_point(space, pass, "ksz::spline::compress_pass",
-                 CompressPoint<T, typename ExecSpace::memory_space, In>{pass, bound, static_cast<std::int32_t>(radius),
-                                                                       in, r, codes, qv, nverb, r});
+                 CompressPoint<T, typename ExecSpace::memory_space, In, Q>{
+                     pass, bound, static_cast<std::int32_t>(radius), in, r, codes, qv, nverb});
 }
 
 // Decompressor side: codes with the sparse residuals of code-0 positions
@@ -1286,6 +1268,7 @@ void zero_offsets_from_classes(const ExecSpace& space,
 struct Anchors {
   Shape shape;
   std::uint64_t S = 8;
+  std::uint64_t Sx = 8;  // their step along x in the array (S, or S/2 on the even-x grid)
   std::uint64_t cnt[3] = {1, 1, 1};
   KOKKOS_INLINE_FUNCTION std::uint64_t rows() const { return cnt[1] * cnt[2]; }
 };
@@ -1294,6 +1277,7 @@ inline Anchors make_anchors(const Shape& sh, std::uint64_t S) {
   Anchors a;
   a.shape = sh;
   a.S = S;
+  a.Sx = S;
   for (int d = 0; d < 3; ++d) a.cnt[d] = (sh.n[d] - 1) / S + 1;
   return a;
 }
@@ -1332,19 +1316,18 @@ KOKKOS_INLINE_FUNCTION void compress_anchor_row(const Anchors& a, const quantize
   const std::uint64_t base = anchor_row_base(a, row);
   std::uint32_t prev = 0;
   for (std::uint64_t j = 0; j < a.cnt[0]; ++j)
-    prev = compress_anchor<T>(q_p, radius, in, r, codes, qv, nverb, base + j * a.S, prev);
+    prev = compress_anchor<T>(q_p, radius, in, r, codes, qv, nverb, base + j * a.Sx, prev);
 }
 
 // Every anchor a thread: the previous anchor's pre-quantized value is
 // recomputed from the input (the row chain holds pre-quantized values, not
 // reconstructions, so no anchor waits for another). A thread per row walked
 // 64 strided anchors one after the other (51 us at 512^3 on the H200).
-template <class ExecSpace, class T, class In>
+template <class ExecSpace, class T, class In, class Q>
 void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
                       std::uint32_t radius, const In& in,
                       Kokkos::View<T*, typename ExecSpace::memory_space> r,
-                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                      Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes, const Q& qv,
                       Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   const Anchors a = anchors;
   const quantize::QuantParams q_p = qp;
@@ -1352,11 +1335,11 @@ void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quan
       "ksz::spline::compress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows() * a.cnt[0]),
       KOKKOS_LAMBDA(const std::uint64_t k) {
         const std::uint64_t row = k / a.cnt[0], j = k - row * a.cnt[0];
-        const std::uint64_t i = anchor_row_base(a, row) + j * a.S;
+        const std::uint64_t i = anchor_row_base(a, row) + j * a.Sx;
         std::uint32_t prev = 0;
         if (j > 0) {
           std::int32_t qp_prev;
-          quantize::prequantize<T>(in(i - a.S), q_p, qp_prev);
+          quantize::prequantize<T>(in(i - a.Sx), q_p, qp_prev);
           prev = static_cast<std::uint32_t>(qp_prev);
         }
         compress_anchor<T>(q_p, radius, in, r, codes, qv, nverb, i, prev);
@@ -1378,7 +1361,7 @@ void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const qu
         const std::uint64_t base = anchor_row_base(a, row);
         std::uint32_t prev = 0;
         for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
-          const std::uint64_t i = base + j * a.S;
+          const std::uint64_t i = base + j * a.Sx;
           const std::int32_t code = codes(i);
           std::int32_t d = code - rad;
           if (code == 0) {
@@ -1444,131 +1427,92 @@ void traverse_tiled(const Shape& sh, const Config& cfg, const double* steps, dou
   body_fine(make_fine_tiles(sh, cfg, steps[0]));
 }
 
-// ---- The levels above the finest on the half grid ----
-// Every point of the levels above the finest has even coordinates: level l
-// of the field is level l - 1 of its half grid (the even points, extents
-// ceil(n / 2), anchors at half the stride, steps one level up), with the same
-// neighbours, splines, steps and arithmetic, so the same codes. On the field
-// their passes read and write every other value of every other row, half of
-// each sector they move (on the H200 the stride-2 level took 164 us for 11%
-// of the points, the finest 567 us for 88%); on the half grid the rows are
-// dense. The finest level then reads the half grid's points where it needs
-// them (SplitRec) until its pass along x takes them into the field's arrays
-// with its own (compress_from_half, quads stored whole). It applies to rows
-// of quads (x a multiple of 4).
-inline Shape half_shape(const Shape& sh) {
-  return make_shape((sh.n[0] + 1) / 2, (sh.n[1] + 1) / 2, (sh.n[2] + 1) / 2);
-}
-inline bool half_grid_applies(const Shape& sh, const Config& cfg) {
-  return sh.n[0] % 4 == 0 && sh.n[0] >= 8 && cfg.anchor_stride >= 4 && sh.count() <= kIndex32Max;
+// ---- The passes ahead of the finest level's along x on the even-x grid ----
+// Every pass ahead of the finest level's pass along x has its points and
+// neighbours at even x (the levels above the finest at multiples of their
+// stride, the finest level's passes ahead of x at even x). On the field their
+// rows are read and written one value in two, half of each sector moved (on
+// the H200 the stride-2 level took 164 us for 11% of the points, the finest
+// 567 us for 88%). They run instead on the even-x grid: the field's values at
+// even x, x halved (extents n0/2, n1, n2), its rows dense; point i there is
+// the field's 2i. Same points, neighbours, splines, steps and arithmetic,
+// thus the same codes. The finest level's pass along x then takes the grid's
+// values and codes into the field's arrays with its own (compress_from_even,
+// quads stored whole); the code-0 residuals go to the field's array at once
+// (Doubled). It applies to rows of quads (x a multiple of 4).
+inline Shape even_x_shape(const Shape& sh) { return make_shape(sh.n[0] / 2, sh.n[1], sh.n[2]); }
+inline bool even_x_applies(const Shape& sh, const Config& cfg) {
+  return sh.n[0] % 4 == 0 && sh.n[0] >= 8 && cfg.anchor_stride >= 2 && sh.count() <= kIndex32Max;
 }
 
-// The half grid's input: the field's value at twice the coordinates of half
-// grid point i (32-bit index math: fields up to kIndex32Max elements).
-template <class T, class Mem>
-struct HalfInput {
-  Kokkos::View<const T*, Mem> in;
-  FastDiv h0, h1;                // by the half grid's extents along x and y
-  std::uint32_t s1 = 0, s2 = 0;  // twice the field's strides along y and z
+// The field's array at the even-x grid's point i: its element 2i.
+template <class V>
+struct Doubled {
+  V v;
   template <class I>
-  KOKKOS_INLINE_FUNCTION T operator()(I i) const {
-    const std::uint32_t k = static_cast<std::uint32_t>(i), row = h0.div(k), z = h1.div(row);
-    return in(2 * (k - row * h0.d) + (row - z * h1.d) * s1 + z * s2);
+  KOKKOS_INLINE_FUNCTION decltype(auto) operator()(I i) const {
+    return v(2 * i);
   }
 };
-template <class T, class Mem>
-HalfInput<T, Mem> half_input(const Shape& sh, Kokkos::View<const T*, Mem> in) {
-  const Shape h = half_shape(sh);
-  HalfInput<T, Mem> hi;
-  hi.in = in;
-  hi.h0 = FastDiv(static_cast<std::uint32_t>(h.n[0]));
-  hi.h1 = FastDiv(static_cast<std::uint32_t>(h.n[1]));
-  hi.s1 = static_cast<std::uint32_t>(2 * sh.stride[1]);
-  hi.s2 = static_cast<std::uint32_t>(2 * sh.stride[2]);
-  return hi;
+
+// A pass (or anchors) of the field, all of whose points are at even x, on the even-x grid.
+inline Pass even_x_pass(const Pass& p, const Shape& e) {
+  Pass q = p;
+  q.shape = e;
+  q.first[0] = p.first[0] / 2;
+  q.step[0] = p.step[0] / 2;
+  if (p.dim == 0) {
+    q.s = p.s / 2;
+    q.ustride = q.s;
+  } else {
+    q.ustride = p.s * e.stride[p.dim];
+  }
+  q.ndim = e.n[p.dim];
+  return q;
+}
+inline Anchors even_x_anchors(const Anchors& a, const Shape& e) {
+  Anchors b = a;
+  b.shape = e;
+  b.Sx = a.S / 2;
+  return b;
 }
 
-// The half grid's arrays: its input, reconstructions, codes and sparse
-// residuals (code-0 positions), half_shape(sh).count() each.
+// The even-x grid's reconstructions and codes (its count each).
 template <class T, class Mem>
-struct HalfGrid {
-  HalfInput<T, Mem> in;
+struct EvenGrid {
   Kokkos::View<T*, Mem> r;
   Kokkos::View<std::uint16_t*, Mem> codes;
-  Kokkos::View<std::int32_t*, Mem> qv;
 };
 
-// The reconstructions the finest level's passes ahead of the one along x
-// read: a point with every coordinate even from the half grid, any other
-// from the field.
-template <class T, class Mem>
-struct SplitRec {
-  Kokkos::View<const T*, Mem> field, half;
-  FastDiv n0, n1;                 // by the field's extents along x and y
-  std::uint32_t h1 = 0, h2 = 0;   // the half grid's strides along y and z
-  template <class I>
-  KOKKOS_INLINE_FUNCTION T operator()(I i) const {
-    const std::uint32_t k = static_cast<std::uint32_t>(i), row = n0.div(k), z = n1.div(row);
-    const std::uint32_t x = k - row * n0.d, y = row - z * n1.d;
-    return ((x | y | z) & 1u) ? field(i) : half(x / 2 + (y / 2) * h1 + (z / 2) * h2);
-  }
-  // An interior column of a pass along y or z from its first point i0 (c0
-  // along the pass's dimension): its neighbours all come from the half grid
-  // (x and the other coordinate even) or all from the field.
-  template <class Nb, class I>
-  KOKKOS_INLINE_FUNCTION void load_column(const Pass& p, Nb& nb, I i0, I c0) const {
-    const std::uint32_t k = static_cast<std::uint32_t>(i0), row = n0.div(k), z = n1.div(row);
-    const std::uint32_t x = k - row * n0.d, y = row - z * n1.d;
-    const bool along_y = p.dim == 1;
-    if (((x | (along_y ? z : y)) & 1u) == 0) {
-      const std::uint32_t a = (static_cast<std::uint32_t>(c0) - 3) / 2;  // the window's first, along the pass
-      const std::uint32_t base = x / 2 + (along_y ? (z / 2) * h2 + a * h1 : (y / 2) * h1 + a * h2);
-      nb.load_window(p.kind, half, base, along_y ? h1 : h2);
-    } else {
-      nb.load_column(p, field, k);
-    }
-  }
-};
-template <class T, class Mem>
-SplitRec<T, Mem> split_rec(const Shape& sh, Kokkos::View<const T*, Mem> field, Kokkos::View<const T*, Mem> half) {
-  const Shape h = half_shape(sh);
-  SplitRec<T, Mem> sr;
-  sr.field = field;
-  sr.half = half;
-  sr.n0 = FastDiv(static_cast<std::uint32_t>(sh.n[0]));
-  sr.n1 = FastDiv(static_cast<std::uint32_t>(sh.n[1]));
-  sr.h1 = static_cast<std::uint32_t>(h.stride[1]);
-  sr.h2 = static_cast<std::uint32_t>(h.stride[2]);
-  return sr;
+// Where a pass of traverse_even runs: on the even-x grid, the finest
+// level's along x (taking the grid into the field), on the field.
+enum class PassGrid { Even, FromEven, Whole };
+// A pass's level as its stride on the field (on the even-x grid a pass along
+// x has half of it).
+inline std::uint64_t level_stride(const Pass& p, PassGrid grid) {
+  return grid == PassGrid::Even && p.dim == 0 ? 2 * p.s : p.s;
 }
 
-// Where a pass of traverse_half runs: on the half grid; on the field reading
-// the half grid's points (the finest level's passes ahead of the one along
-// x); the pass along x, taking them into the field; on the field alone.
-enum class PassGrid { Half, Split, FromHalf, Whole };
-
-// As traverse, the levels above the finest on the half grid: body_anchor
-// (anchors of the half grid), body_pass(pass, grid) for each pass.
+// As traverse, the passes ahead of the finest level's along x on the even-x
+// grid: body_anchor(anchors there), body_pass(pass, grid) for each pass.
 template <class FA, class FP>
-void traverse_half(const Shape& sh, const Config& cfg, const double* steps, double bound, FA&& body_anchor,
+void traverse_even(const Shape& sh, const Config& cfg, const double* steps, double bound, FA&& body_anchor,
                    FP&& body_pass) {
-  Config half = cfg;
-  half.anchor_stride = cfg.anchor_stride / 2;
-  traverse_levels(half_shape(sh), half, steps + 1, bound, 1, body_anchor,
-                  [&](const Pass& p) { body_pass(p, PassGrid::Half); });
-  Pass fine[3];
-  int k = 0;
-  for (int p = 0; p < 3; ++p) {
-    const Pass pass = make_pass(sh, cfg, 1, p, steps[0]);
-    if (pass.count() > 0) fine[k++] = pass;
-  }
-  fine[k - 1].last = true;  // k >= 1: the pass along x (half_grid_applies)
-  bool taken = false;       // the pass along x has run
-  for (int j = 0; j < k; ++j) {
-    const bool x = fine[j].dim == 0;
-    body_pass(fine[j], x ? PassGrid::FromHalf : taken ? PassGrid::Whole : PassGrid::Split);
-    taken = taken || x;
-  }
+  const Shape e = even_x_shape(sh);
+  bool taken = false;  // the finest level's pass along x has run
+  traverse(
+      sh, cfg, steps, bound,
+      [&](const Anchors& a, const quantize::QuantParams& qp) { body_anchor(even_x_anchors(a, e), qp); },
+      [&](const Pass& p) {
+        if (taken) {
+          body_pass(p, PassGrid::Whole);
+        } else if (p.dim == 0 && p.s == 1) {
+          taken = true;
+          body_pass(p, PassGrid::FromEven);
+        } else {
+          body_pass(even_x_pass(p, e), PassGrid::Even);
+        }
+      });
 }
 
 // A code written into a thread's own array by code_value.
@@ -1583,104 +1527,87 @@ struct alignas(8) CodeQuad {
   std::uint16_t v[4];
 };
 
-// The finest level's pass along x (odd x) after the levels above on the half
-// grid: a thread takes the quad [x, x + 4) of a row (x a multiple of 4),
-// whose odd values are the pass's points, predicted from the even ones at x -
-// 2 .. x + 6 as predict_from would. On a row of even y and z those are the
-// half grid's points x/2 - 1 .. x/2 + 3, whose reconstructions, codes and
-// code-0 residuals the thread takes into the field's arrays; on the other
-// rows earlier passes put them there. It stores the quad's reconstructions
-// and codes whole.
+// The finest level's pass along x (odd x) after the passes ahead of it on
+// the even-x grid: a thread takes the quad [x, x + 4) of a row (x a multiple
+// of 4); its odd values are the pass's points, predicted as predict_from
+// would from the even ones at x - 2 .. x + 6, the grid's points g - 1 .. g +
+// 3 (g = e / 2, e the quad's index). It stores the quad's reconstructions
+// (the grid's two and its own) and codes whole.
 template <class ExecSpace, class T>
-void compress_from_half(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
+void compress_from_even(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
                         Kokkos::View<const T*, typename ExecSpace::memory_space> in,
-                        const HalfGrid<T, typename ExecSpace::memory_space>& half,
+                        const EvenGrid<T, typename ExecSpace::memory_space>& even,
                         Kokkos::View<T*, typename ExecSpace::memory_space> r,
                         Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
                         Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
                         Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   const Pass p = pass;
-  const HalfGrid<T, typename ExecSpace::memory_space> h = half;
+  const EvenGrid<T, typename ExecSpace::memory_space> g2 = even;
   const std::int32_t rad = static_cast<std::int32_t>(radius);
-  const std::uint32_t nx = static_cast<std::uint32_t>(p.shape.n[0]), quads = nx / 4, hx = nx / 2;
-  const std::uint32_t hxy = hx * static_cast<std::uint32_t>((p.shape.n[1] + 1) / 2);
+  const std::uint32_t nx = static_cast<std::uint32_t>(p.shape.n[0]), quads = nx / 4;
   const FastDiv by_quads(quads), by_rows(static_cast<std::uint32_t>(p.cnt[1]));
-  const std::uint32_t s1 = static_cast<std::uint32_t>(p.shape.stride[1]), s2 = static_cast<std::uint32_t>(p.shape.stride[2]);
-  const std::uint32_t step1 = static_cast<std::uint32_t>(p.step[1]), step2 = static_cast<std::uint32_t>(p.step[2]);
+  const std::uint32_t s1 = static_cast<std::uint32_t>(p.step[1] * p.shape.stride[1]);
+  const std::uint32_t s2 = static_cast<std::uint32_t>(p.step[2] * p.shape.stride[2]);
   Kokkos::parallel_for(
-      "ksz::spline::compress_from_half", walk_policy(space, std::uint64_t(quads) * p.cnt[1] * p.cnt[2]),
+      "ksz::spline::compress_from_even", walk_policy(space, std::uint64_t(quads) * p.cnt[1] * p.cnt[2]),
       KOKKOS_LAMBDA(const std::uint64_t it) {
         const std::uint32_t t = static_cast<std::uint32_t>(it);
         const std::uint32_t row = by_quads.div(t), q = t - row * quads, k2 = by_rows.div(row);
-        const std::uint32_t y = (row - k2 * by_rows.d) * step1, z = k2 * step2;  // first[1] = first[2] = 0
-        const std::uint32_t x = 4 * q, e = y * s1 + z * s2 + x;
+        const std::uint32_t x = 4 * q, e = (row - k2 * by_rows.d) * s1 + k2 * s2 + x;  // first[1] = first[2] = 0
+        const std::uint32_t g = e / 2;
         const bool more = q + 1 < quads;
-        T v[5] = {};  // the even values at x - 2 .. x + 6
-        CodeQuad cq;
-        if (((y | z) & 1u) == 0) {
-          const std::uint32_t g = (y / 2) * hx + (z / 2) * hxy + 2 * q;
-          if (q > 0) v[0] = h.r(g - 1);
-          v[1] = h.r(g);
-          v[2] = h.r(g + 1);
-          if (more) v[3] = h.r(g + 2), v[4] = h.r(g + 3);
-          cq.v[0] = h.codes(g);
-          cq.v[2] = h.codes(g + 1);
-          if (cq.v[0] == 0) qv(e) = h.qv(g);
-          if (cq.v[2] == 0) qv(e + 2) = h.qv(g + 1);
-        } else {
-          if (q > 0) v[0] = r(e - 2);
-          const Quad<T> m = load_quad(&r(e));
-          v[1] = m.v[0];
-          v[2] = m.v[2];
-          if (more) {
-            const Quad<T> n = load_quad(&r(e + 4));
-            v[3] = n.v[0];
-            v[4] = n.v[2];
-          }
-          cq = *reinterpret_cast<const CodeQuad*>(&codes(e));
-        }
         Stencil<T> lo, hi;  // the points x + 1 and x + 3
-        lo.a = v[0], lo.b = v[1], lo.c = v[2], lo.d = v[3];
-        hi.a = v[1], hi.b = v[2], hi.c = v[3], hi.d = v[4];
+        if (q > 0) lo.a = g2.r(g - 1);
+        lo.b = hi.a = g2.r(g);
+        lo.c = hi.b = g2.r(g + 1);
+        if (more) lo.d = hi.c = g2.r(g + 2), hi.d = g2.r(g + 3);
         lo.w = where(1u, nx, x + 1);
         hi.w = where(1u, nx, x + 3);
+        CodeQuad cq;
+        cq.v[0] = g2.codes(g);
+        cq.v[2] = g2.codes(g + 1);
         Quad<T> rq;
-        rq.v[0] = v[1];
-        rq.v[2] = v[2];
+        rq.v[0] = lo.b;
+        rq.v[2] = lo.c;
         rq.v[1] = code_value<T>(p, bound, rad, in(e + 1), predict_from(p.kind, lo), CodeSlot{&cq.v[1]}, qv, nverb, e + 1);
         rq.v[3] = code_value<T>(p, bound, rad, in(e + 3), predict_from(p.kind, hi), CodeSlot{&cq.v[3]}, qv, nverb, e + 3);
         *reinterpret_cast<CodeQuad*>(&codes(e)) = cq;
         if (!p.last) store_quad(&r(e), rq);
       });
 }
-// Whether compress_from_half can load and store whole quads of these arrays.
+// Whether compress_from_even can store whole quads into these arrays.
 template <class T, class Mem>
-bool from_half_aligned(Kokkos::View<T*, Mem> r, Kokkos::View<std::uint16_t*, Mem> codes) {
+bool from_even_aligned(Kokkos::View<T*, Mem> r, Kokkos::View<std::uint16_t*, Mem> codes) {
   return quads_aligned<T>(r) && reinterpret_cast<std::uintptr_t>(codes.data()) % sizeof(CodeQuad) == 0;
 }
 
-// A pass of traverse_half on the compressor's side.
+// The anchors and a pass of traverse_even on the compressor's side.
+template <class ExecSpace, class T>
+void compress_anchors_even(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
+                           std::uint32_t radius, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                           const EvenGrid<T, typename ExecSpace::memory_space>& even,
+                           Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                           Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
+  using Mem = typename ExecSpace::memory_space;
+  compress_anchors<ExecSpace, T>(space, anchors, qp, radius, Doubled<Kokkos::View<const T*, Mem>>{in}, even.r,
+                                 even.codes, Doubled<Kokkos::View<std::int32_t*, Mem>>{qv}, nverb);
+}
 template <class ExecSpace, class T>
 void compress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid, double bound, std::uint32_t radius,
                       Kokkos::View<const T*, typename ExecSpace::memory_space> in,
-                      const HalfGrid<T, typename ExecSpace::memory_space>& half,
+                      const EvenGrid<T, typename ExecSpace::memory_space>& even,
                       Kokkos::View<T*, typename ExecSpace::memory_space> r,
                       Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
                       Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
                       Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   using Mem = typename ExecSpace::memory_space;
-  if (grid == PassGrid::Half) {
-    compress_pass<ExecSpace, T>(space, pass, bound, radius, half.in, half.r, half.codes, half.qv, nverb);
-  } else if (grid == PassGrid::Split) {
-    const SplitRec<T, Mem> src = split_rec<T, Mem>(pass.shape, r, half.r);
-    for_each_point(space, pass, "ksz::spline::compress_split",
-                   CompressPoint<T, Mem, Kokkos::View<const T*, Mem>, SplitRec<T, Mem>>{
-                       pass, bound, static_cast<std::int32_t>(radius), in, r, codes, qv, nverb, src});
-  } else if (grid == PassGrid::FromHalf) {
-    compress_from_half<ExecSpace, T>(space, pass, bound, radius, in, half, r, codes, qv, nverb);
-  } else {
+  if (grid == PassGrid::Even)
+    compress_pass<ExecSpace, T>(space, pass, bound, radius, Doubled<Kokkos::View<const T*, Mem>>{in}, even.r,
+                                even.codes, Doubled<Kokkos::View<std::int32_t*, Mem>>{qv}, nverb);
+  else if (grid == PassGrid::FromEven)
+    compress_from_even<ExecSpace, T>(space, pass, bound, radius, in, even, r, codes, qv, nverb);
+  else
     compress_pass<ExecSpace, T>(space, pass, bound, radius, in, r, codes, qv, nverb);
-  }
 }
 
 // Auto-tune by profiling (section V-B): on sampled interior points, the error
