@@ -565,12 +565,34 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
   const Kokkos::View<std::uint64_t, Mem> zeros(
       ws.template get<std::uint64_t>(WS::kCounters, 1, "ksz::interp::counters").data());
   Kokkos::deep_copy(space, zeros, std::uint64_t(0));
-  spline::traverse(
-      sh, cfg, steps, bound,
-      [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-        spline::decompress_anchors<ExecSpace, T>(space, a, aqp, codes, qv, radius, out, zeros);
-      },
-      [&](const spline::Pass& p) { spline::decompress_pass<ExecSpace, T>(space, p, codes, qv, radius, out, zeros); });
+  // The passes ahead of the finest level's along x on the even-x grid, as
+  // the compressor's (spline::traverse_even), its verbatim values put there first.
+  if (spline::even_x_applies(sh, cfg) && spline::quads_aligned<T>(out)) {
+    const Kokkos::View<T*, Mem> even =
+        ws.template get<T>(WS::kEvenRec, spline::even_x_shape(sh).count(), "ksz::even_x::reconstructed");
+    Kokkos::parallel_for(
+        "ksz::interp::even_verbatim", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
+        KOKKOS_LAMBDA(const std::uint64_t j) {
+          if (vi(j) % 2 == 0) even(vi(j) / 2) = vv(j);
+        });
+    spline::traverse_even(
+        sh, cfg, steps, bound,
+        [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
+          spline::decompress_anchors_even<ExecSpace, T>(space, a, aqp, codes, qv, radius, even, zeros);
+        },
+        [&](const spline::Pass& p, spline::PassGrid grid) {
+          spline::decompress_pass_on<ExecSpace, T>(space, p, grid, codes, qv, radius, even, out, zeros);
+        });
+  } else {
+    spline::traverse(
+        sh, cfg, steps, bound,
+        [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
+          spline::decompress_anchors<ExecSpace, T>(space, a, aqp, codes, qv, radius, out, zeros);
+        },
+        [&](const spline::Pass& p) {
+          spline::decompress_pass<ExecSpace, T>(space, p, codes, qv, radius, out, zeros);
+        });
+  }
   std::uint64_t n_zero = 0;
   Kokkos::deep_copy(space, n_zero, zeros);
   space.fence();

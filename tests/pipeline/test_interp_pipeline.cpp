@@ -284,6 +284,94 @@ void copy_verbatim(const Space& space, Kokkos::View<std::uint16_t*, typename Spa
       });
 }
 
+// Verbatim values at even x into the even-x grid, as the decompressor puts them.
+template <class Space>
+void copy_verbatim_even(const Space& space, Kokkos::View<std::uint16_t*, typename Space::memory_space> codes,
+                        Kokkos::View<std::int32_t*, typename Space::memory_space> qv,
+                        Kokkos::View<const float*, typename Space::memory_space> in,
+                        Kokkos::View<float*, typename Space::memory_space> even) {
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Space>(space, 0, qv.extent(0) / 2), KOKKOS_LAMBDA(const std::uint64_t j) {
+        if (codes(2 * j) == 0 && qv(2 * j) == spline::kVerbatim) even(j) = in(2 * j);
+      });
+}
+
+// The decompressor on the even-x grid (spline::traverse_even) decodes the
+// values of spline::traverse, bit for bit, and meets every code-0 position
+// once: the six pass orders, every spline kind, ranks 1-3, NaN and Inf.
+TYPED_TEST(InterpPipeline, EvenGridDecodesAsField) {
+  using Mem = typename TypeParam::memory_space;
+  const TypeParam space;
+  const std::uint32_t orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  for (const auto& s : {std::vector<std::uint64_t>{128, 19, 18}, {12, 7, 33}, {16, 35}, {1024}})
+    for (int o = 0; o < 6; ++o) {
+      const Dims d = dims_of(s);
+      const Shape3 s3 = effective_shape(d);
+      auto host = make_field<float>(Pattern::Spiky, d, 3 + o);
+      const std::uint64_t n = host.size();
+      for (std::uint64_t i = 4; i < n; i += 97) host[i] = std::numeric_limits<float>::quiet_NaN();
+      for (std::uint64_t i = 51; i < n; i += 203) host[i] = -std::numeric_limits<float>::infinity();
+      Kokkos::View<float*, Mem> in("in", n), rec("rec", n), out[2] = {Kokkos::View<float*, Mem>("out", n),
+                                                                      Kokkos::View<float*, Mem>("out", n)};
+      Kokkos::View<float*, Mem> even("even", n / 2);
+      Kokkos::View<std::uint16_t*, Mem> codes("codes", n);
+      Kokkos::View<std::int32_t*, Mem> qv("qv", n);
+      Kokkos::View<std::uint64_t, Mem> nverb("nverb"), zeros[2] = {Kokkos::View<std::uint64_t, Mem>("zeros"),
+                                                                   Kokkos::View<std::uint64_t, Mem>("zeros")};
+      Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                host.data(), n));
+      const Kokkos::View<const float*, Mem> cin = in;
+      const spline::Shape sh = spline::make_shape(s3.n[0], s3.n[1], s3.n[2]);
+      spline::Config cfg;
+      cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
+      cfg.alpha = 1.5;
+      for (int q = 0; q < 3; ++q) cfg.order[q] = orders[o][q], cfg.kind[q] = (o + q) % 3;
+      double steps[16];
+      const double e = 1e-3;
+      spline::level_steps(2 * e, cfg.alpha, spline::level_count(cfg.anchor_stride), steps);
+      spline::traverse(
+          sh, cfg, steps, e,
+          [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
+            spline::compress_anchors<TypeParam, float>(space, a, qp, 64, cin, rec, codes, qv, nverb);
+          },
+          [&](const spline::Pass& p) {
+            spline::compress_pass<TypeParam, float>(space, p, e, 64, cin, rec, codes, qv, nverb);
+          });
+      for (int k = 0; k < 2; ++k) copy_verbatim<TypeParam>(space, codes, qv, cin, out[k]);
+      copy_verbatim_even<TypeParam>(space, codes, qv, cin, even);
+      const Kokkos::View<const std::int32_t*, Mem> cqv = qv;
+      const Kokkos::View<const std::uint16_t*, Mem> ccodes = codes;
+      spline::traverse(
+          sh, cfg, steps, e,
+          [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
+            spline::decompress_anchors<TypeParam, float>(space, a, qp, ccodes, cqv, 64, out[0], zeros[0]);
+          },
+          [&](const spline::Pass& p) {
+            spline::decompress_pass<TypeParam, float>(space, p, ccodes, cqv, 64, out[0], zeros[0]);
+          });
+      ASSERT_TRUE(spline::even_x_applies(sh, cfg) && spline::quads_aligned<float>(out[1]));
+      spline::traverse_even(
+          sh, cfg, steps, e,
+          [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
+            spline::decompress_anchors_even<TypeParam, float>(space, a, qp, ccodes, cqv, 64, even, zeros[1]);
+          },
+          [&](const spline::Pass& p, spline::PassGrid grid) {
+            spline::decompress_pass_on<TypeParam, float>(space, p, grid, ccodes, cqv, 64, even, out[1], zeros[1]);
+          });
+      space.fence();
+      const auto o0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out[0]);
+      const auto o1 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out[1]);
+      std::uint64_t diff = 0, z0 = 0, z1 = 0;
+      for (std::uint64_t i = 0; i < n; ++i) diff += std::memcmp(&o0(i), &o1(i), sizeof(float)) != 0 ? 1 : 0;
+      Kokkos::deep_copy(z0, zeros[0]);
+      Kokkos::deep_copy(z1, zeros[1]);
+      const std::string what = d.str() + " order " + std::to_string(o);
+      EXPECT_EQ(diff, 0u) << what;
+      EXPECT_EQ(z1, z0) << what;
+      EXPECT_GT(z0, 0u) << what;
+    }
+}
+
 // The decompressor's values are exactly the compressor's reconstruction
 // (the values it predicted from), element for element, bit for bit.
 TYPED_TEST(InterpPipeline, DecompressionReproducesPredictions) {

@@ -714,12 +714,13 @@ struct CompressPoint {
 // outlier's q, or kVerbatim where out already holds the verbatim value).
 // Code-0 positions are counted in `zeros` (rare: an atomic each), so the
 // caller can check the outlier and verbatim lists covered them all.
-template <class T, class Mem>
+template <class T, class Mem, class C = Kokkos::View<const std::uint16_t*, Mem>,
+          class Q = Kokkos::View<const std::int32_t*, Mem>>
 struct DecompressPoint {
   Pass p;
   std::int32_t rad;
-  Kokkos::View<const std::uint16_t*, Mem> codes;
-  Kokkos::View<const std::int32_t*, Mem> qv;
+  C codes;  // views, or on the even-x grid Doubled ones (the field's)
+  Q qv;
   Kokkos::View<T*, Mem> out;
   Kokkos::View<std::uint64_t, Mem> zeros;
   // The residual of i (false where i is verbatim: out already holds it).
@@ -787,15 +788,13 @@ void compress_pass(const ExecSpace& space, const Pass& pass, double bound, std::
 
 // Decompressor side: codes with the sparse residuals of code-0 positions
 // (DecompressPoint).
-template <class ExecSpace, class T>
-void decompress_pass(const ExecSpace& space, const Pass& pass,
-                     Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
-                     Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv, std::uint32_t radius,
+template <class ExecSpace, class T, class C, class Q>
+void decompress_pass(const ExecSpace& space, const Pass& pass, const C& codes, const Q& qv, std::uint32_t radius,
                      Kokkos::View<T*, typename ExecSpace::memory_space> out,
                      Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
   for_each_point(space, pass, "ksz::spline::decompress_pass",
-                 DecompressPoint<T, typename ExecSpace::memory_space>{pass, static_cast<std::int32_t>(radius), codes,
-                                                                     qv, out, zeros});
+                 DecompressPoint<T, typename ExecSpace::memory_space, C, Q>{pass, static_cast<std::int32_t>(radius),
+                                                                           codes, qv, out, zeros});
 }
 
 // The finest level (stride 1: seven eighths of a 3D field's points) in tiles
@@ -1346,37 +1345,47 @@ void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quan
       });
 }
 
-template <class ExecSpace, class T>
+// The decompressor's step along an anchor row at i (kVerbatim: the chain
+// restarts there).
+template <class C, class Q, class I>
+KOKKOS_INLINE_FUNCTION std::int32_t anchor_step(const C& codes, const Q& qv, std::int32_t rad, I i) {
+  const std::int32_t code = codes(i);
+  return code == 0 ? static_cast<std::int32_t>(qv(i)) : code - rad;
+}
+
+template <class ExecSpace, class T, class C, class Q>
 void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
-                        Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
-                        Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv, std::uint32_t radius,
+                        const C& codes, const Q& qv, std::uint32_t radius,
                         Kokkos::View<T*, typename ExecSpace::memory_space> out,
                         Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
   const Anchors a = anchors;
   const quantize::QuantParams q_p = qp;
   const std::int32_t rad = static_cast<std::int32_t>(radius);
+  // Every anchor a thread: its q is the sum (mod 2^32) of the row's steps
+  // since the last verbatim anchor before it (that one's own pre-quantized
+  // value) or the row's start, the serial chain's value without its wait
+  // from anchor to anchor (a thread per row: 64 dependent loads at 512^3).
   Kokkos::parallel_for(
-      "ksz::spline::decompress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows()),
-      KOKKOS_LAMBDA(const std::uint64_t row) {
-        const std::uint64_t base = anchor_row_base(a, row);
-        std::uint32_t prev = 0;
-        for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
-          const std::uint64_t i = base + j * a.Sx;
-          const std::int32_t code = codes(i);
-          std::int32_t d = code - rad;
-          if (code == 0) {
-            Kokkos::atomic_add(&zeros(), std::uint64_t(1));
-            d = qv(i);
-          }
+      "ksz::spline::decompress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows() * a.cnt[0]),
+      KOKKOS_LAMBDA(const std::uint64_t k) {
+        const std::uint64_t row = k / a.cnt[0], j = k - row * a.cnt[0];
+        const std::uint64_t base = anchor_row_base(a, row), i = base + j * a.Sx;
+        if (codes(i) == 0) Kokkos::atomic_add(&zeros(), std::uint64_t(1));
+        std::int32_t d = anchor_step(codes, qv, rad, i);
+        if (d == kVerbatim) return;  // out holds its value
+        std::uint32_t prev = static_cast<std::uint32_t>(d);
+        for (std::uint64_t m = j; m-- > 0;) {
+          const std::uint64_t im = base + m * a.Sx;
+          d = anchor_step(codes, qv, rad, im);
           if (d == kVerbatim) {  // the chain continues from the value's own q (0 if none)
             std::int32_t q;
-            quantize::prequantize<T>(out(i), q_p, q);
-            prev = static_cast<std::uint32_t>(q);
-          } else {
-            prev += static_cast<std::uint32_t>(d);
-            out(i) = quantize::reconstruct<T>(static_cast<std::int32_t>(prev), q_p.step);
+            quantize::prequantize<T>(out(im), q_p, q);
+            prev += static_cast<std::uint32_t>(q);
+            break;
           }
+          prev += static_cast<std::uint32_t>(d);
         }
+        out(i) = quantize::reconstruct<T>(static_cast<std::int32_t>(prev), q_p.step);
       });
 }
 
@@ -1608,6 +1617,77 @@ void compress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid, d
     compress_from_even<ExecSpace, T>(space, pass, bound, radius, in, even, r, codes, qv, nverb);
   else
     compress_pass<ExecSpace, T>(space, pass, bound, radius, in, r, codes, qv, nverb);
+}
+
+// The decompressor's side: the finest level's pass along x decodes the
+// quad's odd values from the even ones on the even-x grid (as predict_from
+// would from the field's) and stores the quad whole into out.
+template <class ExecSpace, class T>
+void decompress_from_even(const ExecSpace& space, const Pass& pass,
+                          Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                          Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv, std::uint32_t radius,
+                          Kokkos::View<const T*, typename ExecSpace::memory_space> even,
+                          Kokkos::View<T*, typename ExecSpace::memory_space> out,
+                          Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
+  const DecompressPoint<T, typename ExecSpace::memory_space> dp{pass, static_cast<std::int32_t>(radius), codes, qv, out,
+                                                               zeros};
+  const Kokkos::View<const T*, typename ExecSpace::memory_space> ev = even;
+  const std::uint32_t nx = static_cast<std::uint32_t>(pass.shape.n[0]), quads = nx / 4;
+  const FastDiv by_quads(quads), by_rows(static_cast<std::uint32_t>(pass.cnt[1]));
+  const std::uint32_t s1 = static_cast<std::uint32_t>(pass.step[1] * pass.shape.stride[1]);
+  const std::uint32_t s2 = static_cast<std::uint32_t>(pass.step[2] * pass.shape.stride[2]);
+  Kokkos::parallel_for(
+      "ksz::spline::decompress_from_even", walk_policy(space, std::uint64_t(quads) * pass.cnt[1] * pass.cnt[2]),
+      KOKKOS_LAMBDA(const std::uint64_t it) {
+        const std::uint32_t t = static_cast<std::uint32_t>(it);
+        const std::uint32_t row = by_quads.div(t), q = t - row * quads, k2 = by_rows.div(row);
+        const std::uint32_t x = 4 * q, e = (row - k2 * by_rows.d) * s1 + k2 * s2 + x, g = e / 2;
+        const bool more = q + 1 < quads;
+        const std::int32_t code[2] = {dp.codes(e + 1), dp.codes(e + 3)};
+        Stencil<T> lo, hi;  // the points x + 1 and x + 3
+        if (q > 0) lo.a = ev(g - 1);
+        lo.b = hi.a = ev(g);
+        lo.c = hi.b = ev(g + 1);
+        if (more) lo.d = hi.c = ev(g + 2), hi.d = ev(g + 3);
+        lo.w = where(1u, nx, x + 1);
+        hi.w = where(1u, nx, x + 3);
+        Quad<T> rq;
+        rq.v[0] = lo.b;
+        rq.v[2] = lo.c;
+        std::int32_t r;
+        rq.v[1] = dp.residual(e + 1, code[0], r) ? dp.decoded(predict_from(dp.p.kind, lo), r) : dp.out(e + 1);
+        rq.v[3] = dp.residual(e + 3, code[1], r) ? dp.decoded(predict_from(dp.p.kind, hi), r) : dp.out(e + 3);
+        store_quad(&dp.out(e), rq);
+      });
+}
+
+// The anchors and a pass of traverse_even on the decompressor's side (out:
+// the field; even: the even-x grid, its verbatim values in place).
+template <class ExecSpace, class T>
+void decompress_anchors_even(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
+                             Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                             Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
+                             std::uint32_t radius, Kokkos::View<T*, typename ExecSpace::memory_space> even,
+                             Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
+  using Mem = typename ExecSpace::memory_space;
+  decompress_anchors<ExecSpace, T>(space, anchors, qp, Doubled<Kokkos::View<const std::uint16_t*, Mem>>{codes},
+                                   Doubled<Kokkos::View<const std::int32_t*, Mem>>{qv}, radius, even, zeros);
+}
+template <class ExecSpace, class T>
+void decompress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid,
+                        Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                        Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv, std::uint32_t radius,
+                        Kokkos::View<T*, typename ExecSpace::memory_space> even,
+                        Kokkos::View<T*, typename ExecSpace::memory_space> out,
+                        Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
+  using Mem = typename ExecSpace::memory_space;
+  if (grid == PassGrid::Even)
+    decompress_pass<ExecSpace, T>(space, pass, Doubled<Kokkos::View<const std::uint16_t*, Mem>>{codes},
+                                  Doubled<Kokkos::View<const std::int32_t*, Mem>>{qv}, radius, even, zeros);
+  else if (grid == PassGrid::FromEven)
+    decompress_from_even<ExecSpace, T>(space, pass, codes, qv, radius, even, out, zeros);
+  else
+    decompress_pass<ExecSpace, T>(space, pass, codes, qv, radius, out, zeros);
 }
 
 // Auto-tune by profiling (section V-B): on sampled interior points, the error
