@@ -252,22 +252,11 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     eg.r = ws.template get<T>(WS::kEvenRec, ne, "ksz::even_x::reconstructed");
     eg.codes = ws.template get<std::uint16_t>(WS::kEvenCodes, ne, "ksz::even_x::codes");
   }
-  const auto anchor_body = [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-    if (even)
-      spline::compress_anchors_even<ExecSpace, T>(space, a, aqp, coded_radius, in, eg, qv, nverb);
-    else
-      spline::compress_anchors<ExecSpace, T>(space, a, aqp, coded_radius, in, rec, codes, qv, nverb);
+  const auto anchor_body = [&](const spline::Anchors& a, const quantize::QuantParams& aqp, spline::PassGrid grid) {
+    spline::compress_anchors_on<ExecSpace, T>(space, a, aqp, grid, coded_radius, in, eg, rec, codes, qv, nverb);
   };
   const auto pass_body = [&](const spline::Pass& p, spline::PassGrid grid) {
     spline::compress_pass_on<ExecSpace, T>(space, p, grid, qp.bound, coded_radius, in, eg, rec, codes, qv, nverb);
-  };
-  // The traversal of a configuration, on the even-x grid or not.
-  const auto walk = [&](const spline::Config& c, const auto& body_anchor, const auto& body_pass) {
-    if (even)
-      spline::traverse_even(sh, c, steps, qp.bound, body_anchor, body_pass);
-    else
-      spline::traverse(sh, c, steps, qp.bound, body_anchor,
-                       [&](const spline::Pass& p) { body_pass(p, spline::PassGrid::Whole); });
   };
   // Queued behind the trial's kernels while the host waits for their
   // histograms and weighs them: the anchors (no tuned choice in them) and, on
@@ -280,9 +269,10 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   const spline::Config tuned = cfg;
   choose_spline_kind<ExecSpace, T>(space, smp, steps, qp.bound, cfg, ws, [&] {
     Kokkos::deep_copy(space, nverb, std::uint64_t(0));  // after the trial's launches: they wait for nothing
-    walk(tuned, anchor_body, [&](const spline::Pass& p, spline::PassGrid grid) {
-      if (guess && spline::level_stride(p, grid) == coarsest) pass_body(p, grid);
-    });
+    spline::traverse_on(even, sh, tuned, steps, qp.bound, anchor_body,
+                        [&](const spline::Pass& p, spline::PassGrid grid) {
+                          if (guess && spline::level_stride(p, grid) == coarsest) pass_body(p, grid);
+                        });
   });
   const bool kept = std::equal(std::begin(cfg.kind), std::end(cfg.kind), std::begin(tuned.kind));
   // No stage ends here: the anchors and the coarsest level are still running
@@ -290,10 +280,10 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   // the device idle for the next launch, about 10 us on the H200).
 
   if (guess && !kept) Kokkos::deep_copy(space, nverb, std::uint64_t(0));  // the guess's verbatim count
-  walk(
-      cfg,
-      [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-        if (guess && !kept) anchor_body(a, aqp);
+  spline::traverse_on(
+      even, sh, cfg, steps, qp.bound,
+      [&](const spline::Anchors& a, const quantize::QuantParams& aqp, spline::PassGrid grid) {
+        if (guess && !kept) anchor_body(a, aqp, grid);
       },
       [&](const spline::Pass& p, spline::PassGrid grid) {
         if (!(guess && kept && spline::level_stride(p, grid) == coarsest)) pass_body(p, grid);
@@ -566,33 +556,26 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
       ws.template get<std::uint64_t>(WS::kCounters, 1, "ksz::interp::counters").data());
   Kokkos::deep_copy(space, zeros, std::uint64_t(0));
   // The passes ahead of the finest level's along x on the even-x grid, as
-  // the compressor's (spline::traverse_even), its verbatim values put there first.
-  if (spline::even_x_applies(sh, cfg) && spline::quads_aligned<T>(out)) {
-    const Kokkos::View<T*, Mem> even =
-        ws.template get<T>(WS::kEvenRec, spline::even_x_shape(sh).count(), "ksz::even_x::reconstructed");
+  // the compressor's (spline::traverse_on), its verbatim values put there first.
+  const bool even = spline::even_x_applies(sh, cfg) && spline::quads_aligned<T>(out);
+  Kokkos::View<T*, Mem> ev;
+  if (even) {
+    ev = ws.template get<T>(WS::kEvenRec, spline::even_x_shape(sh).count(), "ksz::even_x::reconstructed");
+    const Kokkos::View<T*, Mem> e = ev;
     Kokkos::parallel_for(
         "ksz::interp::even_verbatim", Kokkos::RangePolicy<ExecSpace>(space, 0, n_verb),
         KOKKOS_LAMBDA(const std::uint64_t j) {
-          if (vi(j) % 2 == 0) even(vi(j) / 2) = vv(j);
-        });
-    spline::traverse_even(
-        sh, cfg, steps, bound,
-        [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-          spline::decompress_anchors_even<ExecSpace, T>(space, a, aqp, codes, qv, radius, even, zeros);
-        },
-        [&](const spline::Pass& p, spline::PassGrid grid) {
-          spline::decompress_pass_on<ExecSpace, T>(space, p, grid, codes, qv, radius, even, out, zeros);
-        });
-  } else {
-    spline::traverse(
-        sh, cfg, steps, bound,
-        [&](const spline::Anchors& a, const quantize::QuantParams& aqp) {
-          spline::decompress_anchors<ExecSpace, T>(space, a, aqp, codes, qv, radius, out, zeros);
-        },
-        [&](const spline::Pass& p) {
-          spline::decompress_pass<ExecSpace, T>(space, p, codes, qv, radius, out, zeros);
+          if (vi(j) % 2 == 0) e(vi(j) / 2) = vv(j);
         });
   }
+  spline::traverse_on(
+      even, sh, cfg, steps, bound,
+      [&](const spline::Anchors& a, const quantize::QuantParams& aqp, spline::PassGrid grid) {
+        spline::decompress_anchors_on<ExecSpace, T>(space, a, aqp, grid, codes, qv, radius, ev, out, zeros);
+      },
+      [&](const spline::Pass& p, spline::PassGrid grid) {
+        spline::decompress_pass_on<ExecSpace, T>(space, p, grid, codes, qv, radius, ev, out, zeros);
+      });
   std::uint64_t n_zero = 0;
   Kokkos::deep_copy(space, n_zero, zeros);
   space.fence();

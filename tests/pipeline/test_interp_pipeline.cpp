@@ -182,8 +182,8 @@ template <class Space>
 void even_grid_equals_field(const Space& space) {
   using Mem = typename Space::memory_space;
   const std::uint32_t orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
-  for (const auto& s : {std::vector<std::uint64_t>{64, 12, 10}, {128, 19, 18}, {8, 9, 5}, {40, 21, 11}, {12, 7, 33}, {256, 6},
-                        {16, 35}, {1024}, {8}})
+  for (const auto& s : {std::vector<std::uint64_t>{64, 12, 10}, {128, 19, 18}, {8, 9, 5}, {40, 21, 11}, {12, 7, 33},
+                        {256, 6}, {16, 35}, {1024}, {8}})
     for (int o = 0; o < 6; ++o)
       for (std::uint32_t kind = 0; kind < 3; ++kind) {
         const Dims d = dims_of(s);
@@ -231,7 +231,8 @@ void even_grid_equals_field(const Space& space) {
         spline::traverse_even(
             sh, cfg, steps, e,
             [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-              spline::compress_anchors_even<Space, float>(space, a, qp, 64, cin, eg, qv[1], nverb[1]);
+              spline::compress_anchors_on<Space, float>(space, a, qp, spline::PassGrid::Even, 64, cin, eg, rec[1],
+                                                        codes[1], qv[1], nverb[1]);
             },
             [&](const spline::Pass& p, spline::PassGrid grid) {
               spline::compress_pass_on<Space, float>(space, p, grid, e, 64, cin, eg, rec[1], codes[1], qv[1],
@@ -353,7 +354,8 @@ TYPED_TEST(InterpPipeline, EvenGridDecodesAsField) {
       spline::traverse_even(
           sh, cfg, steps, e,
           [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-            spline::decompress_anchors_even<TypeParam, float>(space, a, qp, ccodes, cqv, 64, even, zeros[1]);
+            spline::decompress_anchors_on<TypeParam, float>(space, a, qp, spline::PassGrid::Even, ccodes, cqv, 64,
+                                                            even, out[1], zeros[1]);
           },
           [&](const spline::Pass& p, spline::PassGrid grid) {
             spline::decompress_pass_on<TypeParam, float>(space, p, grid, ccodes, cqv, 64, even, out[1], zeros[1]);
@@ -377,7 +379,8 @@ TYPED_TEST(InterpPipeline, EvenGridDecodesAsField) {
 TYPED_TEST(InterpPipeline, DecompressionReproducesPredictions) {
   using Mem = typename TypeParam::memory_space;
   const TypeParam space;
-  for (const auto& s : {std::vector<std::uint64_t>{37, 21, 11}, {100, 33}, {2000}}) {
+  // {2112, 6}: anchor rows of 132, decoded a row a thread (decompress_anchors)
+  for (const auto& s : {std::vector<std::uint64_t>{37, 21, 11}, {100, 33}, {2000}, {2112, 6}}) {
     const Dims d = dims_of(s);
     const Shape3 s3 = effective_shape(d);
     const auto host = make_field<float>(Pattern::Spiky, d);

@@ -1345,6 +1345,9 @@ void compress_anchors(const ExecSpace& space, const Anchors& anchors, const quan
       });
 }
 
+// The longest anchor rows decoded an anchor a thread (decompress_anchors).
+constexpr std::uint64_t kAnchorWalk = 128;
+
 // The decompressor's step along an anchor row at i (kVerbatim: the chain
 // restarts there).
 template <class C, class Q, class I>
@@ -1361,10 +1364,34 @@ void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const qu
   const Anchors a = anchors;
   const quantize::QuantParams q_p = qp;
   const std::int32_t rad = static_cast<std::int32_t>(radius);
-  // Every anchor a thread: its q is the sum (mod 2^32) of the row's steps
-  // since the last verbatim anchor before it (that one's own pre-quantized
-  // value) or the row's start, the serial chain's value without its wait
-  // from anchor to anchor (a thread per row: 64 dependent loads at 512^3).
+  // Rows of up to kAnchorWalk anchors (every 3D and most 2D fields): every
+  // anchor a thread, its q the sum (mod 2^32) of the row's steps since the
+  // last verbatim anchor before it (that one's own pre-quantized value) or
+  // the row's start: the serial chain's value without its wait from anchor to
+  // anchor (a thread per row waited 64 dependent loads at 512^3: 222 -> 124
+  // us on the H200). Longer rows (1D) keep the chain, a thread per row.
+  if (a.cnt[0] > kAnchorWalk) {
+    Kokkos::parallel_for(
+        "ksz::spline::decompress_anchor_rows", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows()),
+        KOKKOS_LAMBDA(const std::uint64_t row) {
+          const std::uint64_t base = anchor_row_base(a, row);
+          std::uint32_t prev = 0;
+          for (std::uint64_t j = 0; j < a.cnt[0]; ++j) {
+            const std::uint64_t i = base + j * a.Sx;
+            if (codes(i) == 0) Kokkos::atomic_add(&zeros(), std::uint64_t(1));
+            const std::int32_t d = anchor_step(codes, qv, rad, i);
+            if (d == kVerbatim) {  // the chain continues from the value's own q (0 if none)
+              std::int32_t q;
+              quantize::prequantize<T>(out(i), q_p, q);
+              prev = static_cast<std::uint32_t>(q);
+            } else {
+              prev += static_cast<std::uint32_t>(d);
+              out(i) = quantize::reconstruct<T>(static_cast<std::int32_t>(prev), q_p.step);
+            }
+          }
+        });
+    return;
+  }
   Kokkos::parallel_for(
       "ksz::spline::decompress_anchors", Kokkos::RangePolicy<ExecSpace>(space, 0, a.rows() * a.cnt[0]),
       KOKKOS_LAMBDA(const std::uint64_t k) {
@@ -1524,6 +1551,22 @@ void traverse_even(const Shape& sh, const Config& cfg, const double* steps, doub
       });
 }
 
+// traverse_even where `even`, else traverse with every pass on the field:
+// body_anchor(anchors, qp, grid) and body_pass(pass, grid) either way.
+template <class FA, class FP>
+void traverse_on(bool even, const Shape& sh, const Config& cfg, const double* steps, double bound, FA&& body_anchor,
+                 FP&& body_pass) {
+  if (even)
+    traverse_even(
+        sh, cfg, steps, bound,
+        [&](const Anchors& a, const quantize::QuantParams& qp) { body_anchor(a, qp, PassGrid::Even); }, body_pass);
+  else
+    traverse(
+        sh, cfg, steps, bound,
+        [&](const Anchors& a, const quantize::QuantParams& qp) { body_anchor(a, qp, PassGrid::Whole); },
+        [&](const Pass& p) { body_pass(p, PassGrid::Whole); });
+}
+
 // A code written into a thread's own array by code_value.
 struct CodeSlot {
   std::uint16_t* at;
@@ -1542,6 +1585,43 @@ struct alignas(8) CodeQuad {
 // would from the even ones at x - 2 .. x + 6, the grid's points g - 1 .. g +
 // 3 (g = e / 2, e the quad's index). It stores the quad's reconstructions
 // (the grid's two and its own) and codes whole.
+// The finest level's pass along x by quads of its rows (x a multiple of 4,
+// first[1] = first[2] = 0): iteration t's quad at e in the field, g = e / 2
+// on the even-x grid, and the stencils of its points x + 1 and x + 3 from
+// the grid's even values v(g - 1) .. v(g + 3).
+struct EvenQuads {
+  std::uint32_t nx = 0, quads = 0, s1 = 0, s2 = 0;
+  FastDiv by_quads, by_rows;
+  std::uint64_t count = 0;  // iterations
+  KOKKOS_INLINE_FUNCTION void at(std::uint32_t t, std::uint32_t& x, std::uint32_t& e, bool& more) const {
+    const std::uint32_t row = by_quads.div(t), q = t - row * quads, k2 = by_rows.div(row);
+    x = 4 * q;
+    e = (row - k2 * by_rows.d) * s1 + k2 * s2 + x;
+    more = q + 1 < quads;
+  }
+  template <class T, class V>
+  KOKKOS_INLINE_FUNCTION void stencils(const V& v, std::uint32_t x, std::uint32_t g, bool more, Stencil<T>& lo,
+                                       Stencil<T>& hi) const {
+    if (x > 0) lo.a = v(g - 1);
+    lo.b = hi.a = v(g);
+    lo.c = hi.b = v(g + 1);
+    if (more) lo.d = hi.c = v(g + 2), hi.d = v(g + 3);
+    lo.w = where(1u, nx, x + 1);
+    hi.w = where(1u, nx, x + 3);
+  }
+};
+inline EvenQuads even_quads(const Pass& p) {
+  EvenQuads w;
+  w.nx = static_cast<std::uint32_t>(p.shape.n[0]);
+  w.quads = w.nx / 4;
+  w.by_quads = FastDiv(w.quads);
+  w.by_rows = FastDiv(static_cast<std::uint32_t>(p.cnt[1]));
+  w.s1 = static_cast<std::uint32_t>(p.step[1] * p.shape.stride[1]);
+  w.s2 = static_cast<std::uint32_t>(p.step[2] * p.shape.stride[2]);
+  w.count = std::uint64_t(w.quads) * p.cnt[1] * p.cnt[2];
+  return w;
+}
+
 template <class ExecSpace, class T>
 void compress_from_even(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
                         Kokkos::View<const T*, typename ExecSpace::memory_space> in,
@@ -1553,33 +1633,25 @@ void compress_from_even(const ExecSpace& space, const Pass& pass, double bound, 
   const Pass p = pass;
   const EvenGrid<T, typename ExecSpace::memory_space> g2 = even;
   const std::int32_t rad = static_cast<std::int32_t>(radius);
-  const std::uint32_t nx = static_cast<std::uint32_t>(p.shape.n[0]), quads = nx / 4;
-  const FastDiv by_quads(quads), by_rows(static_cast<std::uint32_t>(p.cnt[1]));
-  const std::uint32_t s1 = static_cast<std::uint32_t>(p.step[1] * p.shape.stride[1]);
-  const std::uint32_t s2 = static_cast<std::uint32_t>(p.step[2] * p.shape.stride[2]);
+  const EvenQuads w = even_quads(p);
   Kokkos::parallel_for(
-      "ksz::spline::compress_from_even", walk_policy(space, std::uint64_t(quads) * p.cnt[1] * p.cnt[2]),
-      KOKKOS_LAMBDA(const std::uint64_t it) {
-        const std::uint32_t t = static_cast<std::uint32_t>(it);
-        const std::uint32_t row = by_quads.div(t), q = t - row * quads, k2 = by_rows.div(row);
-        const std::uint32_t x = 4 * q, e = (row - k2 * by_rows.d) * s1 + k2 * s2 + x;  // first[1] = first[2] = 0
+      "ksz::spline::compress_from_even", walk_policy(space, w.count), KOKKOS_LAMBDA(const std::uint64_t it) {
+        std::uint32_t x, e;
+        bool more;
+        w.at(static_cast<std::uint32_t>(it), x, e, more);
         const std::uint32_t g = e / 2;
-        const bool more = q + 1 < quads;
         Stencil<T> lo, hi;  // the points x + 1 and x + 3
-        if (q > 0) lo.a = g2.r(g - 1);
-        lo.b = hi.a = g2.r(g);
-        lo.c = hi.b = g2.r(g + 1);
-        if (more) lo.d = hi.c = g2.r(g + 2), hi.d = g2.r(g + 3);
-        lo.w = where(1u, nx, x + 1);
-        hi.w = where(1u, nx, x + 3);
+        w.stencils<T>(g2.r, x, g, more, lo, hi);
         CodeQuad cq;
         cq.v[0] = g2.codes(g);
         cq.v[2] = g2.codes(g + 1);
         Quad<T> rq;
         rq.v[0] = lo.b;
         rq.v[2] = lo.c;
-        rq.v[1] = code_value<T>(p, bound, rad, in(e + 1), predict_from(p.kind, lo), CodeSlot{&cq.v[1]}, qv, nverb, e + 1);
-        rq.v[3] = code_value<T>(p, bound, rad, in(e + 3), predict_from(p.kind, hi), CodeSlot{&cq.v[3]}, qv, nverb, e + 3);
+        rq.v[1] =
+            code_value<T>(p, bound, rad, in(e + 1), predict_from(p.kind, lo), CodeSlot{&cq.v[1]}, qv, nverb, e + 1);
+        rq.v[3] =
+            code_value<T>(p, bound, rad, in(e + 3), predict_from(p.kind, hi), CodeSlot{&cq.v[3]}, qv, nverb, e + 3);
         *reinterpret_cast<CodeQuad*>(&codes(e)) = cq;
         if (!p.last) store_quad(&r(e), rq);
       });
@@ -1590,16 +1662,23 @@ bool from_even_aligned(Kokkos::View<T*, Mem> r, Kokkos::View<std::uint16_t*, Mem
   return quads_aligned<T>(r) && reinterpret_cast<std::uintptr_t>(codes.data()) % sizeof(CodeQuad) == 0;
 }
 
-// The anchors and a pass of traverse_even on the compressor's side.
+// The anchors (on the even-x grid or the field) and a pass of traverse_on
+// on the compressor's side.
 template <class ExecSpace, class T>
-void compress_anchors_even(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
-                           std::uint32_t radius, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
-                           const EvenGrid<T, typename ExecSpace::memory_space>& even,
-                           Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
-                           Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
+void compress_anchors_on(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
+                         PassGrid grid, std::uint32_t radius,
+                         Kokkos::View<const T*, typename ExecSpace::memory_space> in,
+                         const EvenGrid<T, typename ExecSpace::memory_space>& even,
+                         Kokkos::View<T*, typename ExecSpace::memory_space> r,
+                         Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
+                         Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
+                         Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
   using Mem = typename ExecSpace::memory_space;
-  compress_anchors<ExecSpace, T>(space, anchors, qp, radius, Doubled<Kokkos::View<const T*, Mem>>{in}, even.r,
-                                 even.codes, Doubled<Kokkos::View<std::int32_t*, Mem>>{qv}, nverb);
+  if (grid == PassGrid::Even)
+    compress_anchors<ExecSpace, T>(space, anchors, qp, radius, Doubled<Kokkos::View<const T*, Mem>>{in}, even.r,
+                                   even.codes, Doubled<Kokkos::View<std::int32_t*, Mem>>{qv}, nverb);
+  else
+    compress_anchors<ExecSpace, T>(space, anchors, qp, radius, in, r, codes, qv, nverb);
 }
 template <class ExecSpace, class T>
 void compress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid, double bound, std::uint32_t radius,
@@ -1632,25 +1711,15 @@ void decompress_from_even(const ExecSpace& space, const Pass& pass,
   const DecompressPoint<T, typename ExecSpace::memory_space> dp{pass, static_cast<std::int32_t>(radius), codes, qv, out,
                                                                zeros};
   const Kokkos::View<const T*, typename ExecSpace::memory_space> ev = even;
-  const std::uint32_t nx = static_cast<std::uint32_t>(pass.shape.n[0]), quads = nx / 4;
-  const FastDiv by_quads(quads), by_rows(static_cast<std::uint32_t>(pass.cnt[1]));
-  const std::uint32_t s1 = static_cast<std::uint32_t>(pass.step[1] * pass.shape.stride[1]);
-  const std::uint32_t s2 = static_cast<std::uint32_t>(pass.step[2] * pass.shape.stride[2]);
+  const EvenQuads w = even_quads(pass);
   Kokkos::parallel_for(
-      "ksz::spline::decompress_from_even", walk_policy(space, std::uint64_t(quads) * pass.cnt[1] * pass.cnt[2]),
-      KOKKOS_LAMBDA(const std::uint64_t it) {
-        const std::uint32_t t = static_cast<std::uint32_t>(it);
-        const std::uint32_t row = by_quads.div(t), q = t - row * quads, k2 = by_rows.div(row);
-        const std::uint32_t x = 4 * q, e = (row - k2 * by_rows.d) * s1 + k2 * s2 + x, g = e / 2;
-        const bool more = q + 1 < quads;
+      "ksz::spline::decompress_from_even", walk_policy(space, w.count), KOKKOS_LAMBDA(const std::uint64_t it) {
+        std::uint32_t x, e;
+        bool more;
+        w.at(static_cast<std::uint32_t>(it), x, e, more);
         const std::int32_t code[2] = {dp.codes(e + 1), dp.codes(e + 3)};
         Stencil<T> lo, hi;  // the points x + 1 and x + 3
-        if (q > 0) lo.a = ev(g - 1);
-        lo.b = hi.a = ev(g);
-        lo.c = hi.b = ev(g + 1);
-        if (more) lo.d = hi.c = ev(g + 2), hi.d = ev(g + 3);
-        lo.w = where(1u, nx, x + 1);
-        hi.w = where(1u, nx, x + 3);
+        w.stencils<T>(ev, x, e / 2, more, lo, hi);
         Quad<T> rq;
         rq.v[0] = lo.b;
         rq.v[2] = lo.c;
@@ -1661,17 +1730,21 @@ void decompress_from_even(const ExecSpace& space, const Pass& pass,
       });
 }
 
-// The anchors and a pass of traverse_even on the decompressor's side (out:
+// The anchors and a pass of traverse_on on the decompressor's side (out:
 // the field; even: the even-x grid, its verbatim values in place).
 template <class ExecSpace, class T>
-void decompress_anchors_even(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
-                             Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
-                             Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
-                             std::uint32_t radius, Kokkos::View<T*, typename ExecSpace::memory_space> even,
-                             Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
+void decompress_anchors_on(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
+                           PassGrid grid, Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
+                           Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
+                           std::uint32_t radius, Kokkos::View<T*, typename ExecSpace::memory_space> even,
+                           Kokkos::View<T*, typename ExecSpace::memory_space> out,
+                           Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
   using Mem = typename ExecSpace::memory_space;
-  decompress_anchors<ExecSpace, T>(space, anchors, qp, Doubled<Kokkos::View<const std::uint16_t*, Mem>>{codes},
-                                   Doubled<Kokkos::View<const std::int32_t*, Mem>>{qv}, radius, even, zeros);
+  if (grid == PassGrid::Even)
+    decompress_anchors<ExecSpace, T>(space, anchors, qp, Doubled<Kokkos::View<const std::uint16_t*, Mem>>{codes},
+                                     Doubled<Kokkos::View<const std::int32_t*, Mem>>{qv}, radius, even, zeros);
+  else
+    decompress_anchors<ExecSpace, T>(space, anchors, qp, codes, qv, radius, out, zeros);
 }
 template <class ExecSpace, class T>
 void decompress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid,
