@@ -252,11 +252,12 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
     eg.r = ws.template get<T>(WS::kEvenRec, ne, "ksz::even_x::reconstructed");
     eg.codes = ws.template get<std::uint16_t>(WS::kEvenCodes, ne, "ksz::even_x::codes");
   }
+  const spline::CompressArrays<T, Mem> arrays{in, eg, rec, codes, qv, nverb};
   const auto anchor_body = [&](const spline::Anchors& a, const quantize::QuantParams& aqp, spline::PassGrid grid) {
-    spline::compress_anchors_on<ExecSpace, T>(space, a, aqp, grid, coded_radius, in, eg, rec, codes, qv, nverb);
+    spline::compress_anchors_on<ExecSpace, T>(space, a, aqp, grid, coded_radius, arrays);
   };
   const auto pass_body = [&](const spline::Pass& p, spline::PassGrid grid) {
-    spline::compress_pass_on<ExecSpace, T>(space, p, grid, qp.bound, coded_radius, in, eg, rec, codes, qv, nverb);
+    spline::compress_pass_on<ExecSpace, T>(space, p, grid, qp.bound, coded_radius, arrays);
   };
   // Queued behind the trial's kernels while the host waits for their
   // histograms and weighs them: the anchors (no tuned choice in them) and, on
@@ -568,13 +569,14 @@ void InterpPipeline<ExecSpace>::decompress(const ExecSpace& space, const contain
           if (vi(j) % 2 == 0) e(vi(j) / 2) = vv(j);
         });
   }
+  const spline::DecompressArrays<T, Mem> arrays{codes, qv, ev, out, zeros};
   spline::traverse_on(
       even, sh, cfg, steps, bound,
       [&](const spline::Anchors& a, const quantize::QuantParams& aqp, spline::PassGrid grid) {
-        spline::decompress_anchors_on<ExecSpace, T>(space, a, aqp, grid, codes, qv, radius, ev, out, zeros);
+        spline::decompress_anchors_on<ExecSpace, T>(space, a, aqp, grid, radius, arrays);
       },
       [&](const spline::Pass& p, spline::PassGrid grid) {
-        spline::decompress_pass_on<ExecSpace, T>(space, p, grid, codes, qv, radius, ev, out, zeros);
+        spline::decompress_pass_on<ExecSpace, T>(space, p, grid, radius, arrays);
       });
   std::uint64_t n_zero = 0;
   Kokkos::deep_copy(space, n_zero, zeros);

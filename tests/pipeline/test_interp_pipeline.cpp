@@ -172,6 +172,56 @@ TYPED_TEST(InterpPipeline, RowPairsSameAsSerial) {
   row_pairs_same_as_serial<double>(backend_of<TypeParam>());
 }
 
+// The even-x grid tests' case: a spiky field with NaN (at even and odd x)
+// and -Inf on the device, a configuration of the given pass order and
+// spline kinds, and the field's own passes (spline::traverse) at radius 64.
+template <class Space>
+struct EvenCase {
+  using Mem = typename Space::memory_space;
+  std::string what;
+  std::uint64_t n = 0;
+  spline::Shape sh;
+  spline::Config cfg;
+  double steps[16] = {};
+  double e = 1e-3;
+  Kokkos::View<const float*, Mem> in;
+  void code(const Space& space, Kokkos::View<float*, Mem> rec, Kokkos::View<std::uint16_t*, Mem> codes,
+            Kokkos::View<std::int32_t*, Mem> qv, Kokkos::View<std::uint64_t, Mem> nverb) const {
+    spline::traverse(
+        sh, cfg, steps, e,
+        [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
+          spline::compress_anchors<Space, float>(space, a, qp, 64, in, rec, codes, qv, nverb);
+        },
+        [&](const spline::Pass& p) {
+          spline::compress_pass<Space, float>(space, p, e, 64, in, rec, codes, qv, nverb);
+        });
+  }
+};
+template <class Space>
+EvenCase<Space> even_case(const std::vector<std::uint64_t>& s, const std::uint32_t (&order)[3],
+                          const std::uint32_t (&kind)[3], std::uint32_t seed) {
+  using Mem = typename Space::memory_space;
+  EvenCase<Space> c;
+  const Dims d = dims_of(s);
+  const Shape3 s3 = effective_shape(d);
+  auto host = make_field<float>(Pattern::Spiky, d, seed);
+  c.n = host.size();
+  for (std::uint64_t i = 4; i < c.n; i += 97) host[i] = std::numeric_limits<float>::quiet_NaN();
+  for (std::uint64_t i = 51; i < c.n; i += 203) host[i] = -std::numeric_limits<float>::infinity();
+  Kokkos::View<float*, Mem> in("in", c.n);
+  Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                            host.data(), c.n));
+  c.in = in;
+  c.sh = spline::make_shape(s3.n[0], s3.n[1], s3.n[2]);
+  c.cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
+  c.cfg.alpha = 1.5;
+  for (int q = 0; q < 3; ++q) c.cfg.order[q] = order[q], c.cfg.kind[q] = kind[q];
+  spline::level_steps(2 * c.e, c.cfg.alpha, spline::level_count(c.cfg.anchor_stride), c.steps);
+  c.what = d.str() + " order " + std::to_string(order[0]) + std::to_string(order[1]) + std::to_string(order[2]) +
+           " kinds " + std::to_string(kind[0]) + std::to_string(kind[1]) + std::to_string(kind[2]);
+  return c;
+}
+
 // The passes ahead of the finest level's along x on the even-x grid
 // (spline::traverse_even, as the compressor runs them on rows of quads) give
 // the codes, code-0 residuals, reconstructions and verbatim count of
@@ -186,28 +236,10 @@ void even_grid_equals_field(const Space& space) {
                         {256, 6}, {16, 35}, {1024}, {8}})
     for (int o = 0; o < 6; ++o)
       for (std::uint32_t kind = 0; kind < 3; ++kind) {
-        const Dims d = dims_of(s);
-        const Shape3 s3 = effective_shape(d);
-        auto host = make_field<float>(Pattern::Spiky, d, 5 + o + kind);
-        const std::uint64_t n = host.size();
-        for (std::uint64_t i = 4; i < n; i += 97) host[i] = std::numeric_limits<float>::quiet_NaN();  // even x too
-        for (std::uint64_t i = 51; i < n; i += 203) host[i] = -std::numeric_limits<float>::infinity();
-        Kokkos::View<float*, Mem> in("in", n);
-        Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                  host.data(), n));
-        const Kokkos::View<const float*, Mem> cin = in;
-        const spline::Shape sh = spline::make_shape(s3.n[0], s3.n[1], s3.n[2]);
-        spline::Config cfg;
-        cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
-        cfg.alpha = 1.5;
-        for (int q = 0; q < 3; ++q) cfg.order[q] = orders[o][q];
-        cfg.kind[0] = kind;
-        cfg.kind[1] = (kind + 1) % 3;
-        cfg.kind[2] = (kind + 2) % 3;
-        ASSERT_TRUE(spline::even_x_applies(sh, cfg)) << d.str();
-        double steps[16];
-        const double e = 1e-3;
-        spline::level_steps(2 * e, cfg.alpha, spline::level_count(cfg.anchor_stride), steps);
+        const std::uint32_t kinds[3] = {kind, (kind + 1) % 3, (kind + 2) % 3};
+        const EvenCase<Space> c = even_case<Space>(s, orders[o], kinds, 5 + o + kind);
+        const std::uint64_t n = c.n;
+        ASSERT_TRUE(spline::even_x_applies(c.sh, c.cfg)) << c.what;
         Kokkos::View<float*, Mem> rec[2] = {Kokkos::View<float*, Mem>("rec", n), Kokkos::View<float*, Mem>("rec", n)};
         Kokkos::View<std::uint16_t*, Mem> codes[2] = {Kokkos::View<std::uint16_t*, Mem>("codes", n),
                                                       Kokkos::View<std::uint16_t*, Mem>("codes", n)};
@@ -215,28 +247,20 @@ void even_grid_equals_field(const Space& space) {
                                                   Kokkos::View<std::int32_t*, Mem>("qv", n)};
         Kokkos::View<std::uint64_t, Mem> nverb[2] = {Kokkos::View<std::uint64_t, Mem>("nverb"),
                                                      Kokkos::View<std::uint64_t, Mem>("nverb")};
-        spline::traverse(
-            sh, cfg, steps, e,
-            [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-              spline::compress_anchors<Space, float>(space, a, qp, 64, cin, rec[0], codes[0], qv[0], nverb[0]);
-            },
-            [&](const spline::Pass& p) {
-              spline::compress_pass<Space, float>(space, p, e, 64, cin, rec[0], codes[0], qv[0], nverb[0]);
-            });
-        const std::uint64_t ne = spline::even_x_shape(sh).count();
+        c.code(space, rec[0], codes[0], qv[0], nverb[0]);
+        const std::uint64_t ne = spline::even_x_shape(c.sh).count();
         spline::EvenGrid<float, Mem> eg;
         eg.r = Kokkos::View<float*, Mem>("even_rec", ne);
         eg.codes = Kokkos::View<std::uint16_t*, Mem>("even_codes", ne);
         ASSERT_TRUE(spline::from_even_aligned(rec[1], codes[1]));
-        spline::traverse_even(
-            sh, cfg, steps, e,
-            [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-              spline::compress_anchors_on<Space, float>(space, a, qp, spline::PassGrid::Even, 64, cin, eg, rec[1],
-                                                        codes[1], qv[1], nverb[1]);
+        const spline::CompressArrays<float, Mem> arrays{c.in, eg, rec[1], codes[1], qv[1], nverb[1]};
+        spline::traverse_on(
+            true, c.sh, c.cfg, c.steps, c.e,
+            [&](const spline::Anchors& a, const quantize::QuantParams& qp, spline::PassGrid grid) {
+              spline::compress_anchors_on<Space, float>(space, a, qp, grid, 64, arrays);
             },
             [&](const spline::Pass& p, spline::PassGrid grid) {
-              spline::compress_pass_on<Space, float>(space, p, grid, e, 64, cin, eg, rec[1], codes[1], qv[1],
-                                                     nverb[1]);
+              spline::compress_pass_on<Space, float>(space, p, grid, c.e, 64, arrays);
             });
         space.fence();
         const auto c0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), codes[0]);
@@ -249,12 +273,12 @@ void even_grid_equals_field(const Space& space) {
         // points never reach the field's reconstructions: nothing reads them.
         std::uint32_t last_dim = 0;
         for (int q = 0; q < 3; ++q)
-          if (sh.n[cfg.order[q]] > 1) last_dim = cfg.order[q];
+          if (c.sh.n[c.cfg.order[q]] > 1) last_dim = c.cfg.order[q];
         const bool x_last = last_dim == 0;
         std::uint64_t code_diff = 0, q_diff = 0, r_diff = 0, zero = 0, v0 = 0, v1 = 0;
         for (std::uint64_t i = 0; i < n; ++i) {
           code_diff += c0(i) != c1(i) ? 1 : 0;
-          if (!x_last || (i % sh.n[0]) % 2 == 1) r_diff += std::memcmp(&r0(i), &r1(i), sizeof(float)) != 0 ? 1 : 0;
+          if (!x_last || (i % c.sh.n[0]) % 2 == 1) r_diff += std::memcmp(&r0(i), &r1(i), sizeof(float)) != 0 ? 1 : 0;
           if (c0(i) == 0) {
             ++zero;
             q_diff += q0(i) != q1(i) ? 1 : 0;
@@ -262,13 +286,12 @@ void even_grid_equals_field(const Space& space) {
         }
         Kokkos::deep_copy(v0, nverb[0]);
         Kokkos::deep_copy(v1, nverb[1]);
-        const std::string what = d.str() + " order " + std::to_string(o) + " kind " + std::to_string(kind);
-        EXPECT_EQ(code_diff, 0u) << what;
-        EXPECT_EQ(q_diff, 0u) << what;
-        EXPECT_EQ(r_diff, 0u) << what;
-        EXPECT_EQ(v1, v0) << what;
-        EXPECT_GT(zero, 0u) << what;
-        if (n > 100) EXPECT_GT(v0, 0u) << what;  // the NaNs are verbatim
+        EXPECT_EQ(code_diff, 0u) << c.what;
+        EXPECT_EQ(q_diff, 0u) << c.what;
+        EXPECT_EQ(r_diff, 0u) << c.what;
+        EXPECT_EQ(v1, v0) << c.what;
+        EXPECT_GT(zero, 0u) << c.what;
+        if (n > 100) EXPECT_GT(v0, 0u) << c.what;  // the NaNs are verbatim
       }
 }
 TYPED_TEST(InterpPipeline, EvenGridEqualsField) { even_grid_equals_field(TypeParam()); }
@@ -306,59 +329,38 @@ TYPED_TEST(InterpPipeline, EvenGridDecodesAsField) {
   const std::uint32_t orders[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
   for (const auto& s : {std::vector<std::uint64_t>{128, 19, 18}, {12, 7, 33}, {16, 35}, {1024}})
     for (int o = 0; o < 6; ++o) {
-      const Dims d = dims_of(s);
-      const Shape3 s3 = effective_shape(d);
-      auto host = make_field<float>(Pattern::Spiky, d, 3 + o);
-      const std::uint64_t n = host.size();
-      for (std::uint64_t i = 4; i < n; i += 97) host[i] = std::numeric_limits<float>::quiet_NaN();
-      for (std::uint64_t i = 51; i < n; i += 203) host[i] = -std::numeric_limits<float>::infinity();
-      Kokkos::View<float*, Mem> in("in", n), rec("rec", n), out[2] = {Kokkos::View<float*, Mem>("out", n),
-                                                                      Kokkos::View<float*, Mem>("out", n)};
+      const std::uint32_t kinds[3] = {std::uint32_t(o) % 3, std::uint32_t(o + 1) % 3, std::uint32_t(o + 2) % 3};
+      const EvenCase<TypeParam> c = even_case<TypeParam>(s, orders[o], kinds, 3 + o);
+      const std::uint64_t n = c.n;
+      Kokkos::View<float*, Mem> rec("rec", n), out[2] = {Kokkos::View<float*, Mem>("out", n),
+                                                         Kokkos::View<float*, Mem>("out", n)};
       Kokkos::View<float*, Mem> even("even", n / 2);
       Kokkos::View<std::uint16_t*, Mem> codes("codes", n);
       Kokkos::View<std::int32_t*, Mem> qv("qv", n);
       Kokkos::View<std::uint64_t, Mem> nverb("nverb"), zeros[2] = {Kokkos::View<std::uint64_t, Mem>("zeros"),
                                                                    Kokkos::View<std::uint64_t, Mem>("zeros")};
-      Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                host.data(), n));
-      const Kokkos::View<const float*, Mem> cin = in;
-      const spline::Shape sh = spline::make_shape(s3.n[0], s3.n[1], s3.n[2]);
-      spline::Config cfg;
-      cfg.anchor_stride = spline::default_anchor_stride(s3.rank);
-      cfg.alpha = 1.5;
-      for (int q = 0; q < 3; ++q) cfg.order[q] = orders[o][q], cfg.kind[q] = (o + q) % 3;
-      double steps[16];
-      const double e = 1e-3;
-      spline::level_steps(2 * e, cfg.alpha, spline::level_count(cfg.anchor_stride), steps);
-      spline::traverse(
-          sh, cfg, steps, e,
-          [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-            spline::compress_anchors<TypeParam, float>(space, a, qp, 64, cin, rec, codes, qv, nverb);
-          },
-          [&](const spline::Pass& p) {
-            spline::compress_pass<TypeParam, float>(space, p, e, 64, cin, rec, codes, qv, nverb);
-          });
-      for (int k = 0; k < 2; ++k) copy_verbatim<TypeParam>(space, codes, qv, cin, out[k]);
-      copy_verbatim_even<TypeParam>(space, codes, qv, cin, even);
+      c.code(space, rec, codes, qv, nverb);
+      for (int k = 0; k < 2; ++k) copy_verbatim<TypeParam>(space, codes, qv, c.in, out[k]);
+      copy_verbatim_even<TypeParam>(space, codes, qv, c.in, even);
       const Kokkos::View<const std::int32_t*, Mem> cqv = qv;
       const Kokkos::View<const std::uint16_t*, Mem> ccodes = codes;
       spline::traverse(
-          sh, cfg, steps, e,
+          c.sh, c.cfg, c.steps, c.e,
           [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
             spline::decompress_anchors<TypeParam, float>(space, a, qp, ccodes, cqv, 64, out[0], zeros[0]);
           },
           [&](const spline::Pass& p) {
             spline::decompress_pass<TypeParam, float>(space, p, ccodes, cqv, 64, out[0], zeros[0]);
           });
-      ASSERT_TRUE(spline::even_x_applies(sh, cfg) && spline::quads_aligned<float>(out[1]));
-      spline::traverse_even(
-          sh, cfg, steps, e,
-          [&](const spline::Anchors& a, const quantize::QuantParams& qp) {
-            spline::decompress_anchors_on<TypeParam, float>(space, a, qp, spline::PassGrid::Even, ccodes, cqv, 64,
-                                                            even, out[1], zeros[1]);
+      ASSERT_TRUE(spline::even_x_applies(c.sh, c.cfg) && spline::quads_aligned<float>(out[1])) << c.what;
+      const spline::DecompressArrays<float, Mem> arrays{ccodes, cqv, even, out[1], zeros[1]};
+      spline::traverse_on(
+          true, c.sh, c.cfg, c.steps, c.e,
+          [&](const spline::Anchors& a, const quantize::QuantParams& qp, spline::PassGrid grid) {
+            spline::decompress_anchors_on<TypeParam, float>(space, a, qp, grid, 64, arrays);
           },
           [&](const spline::Pass& p, spline::PassGrid grid) {
-            spline::decompress_pass_on<TypeParam, float>(space, p, grid, ccodes, cqv, 64, even, out[1], zeros[1]);
+            spline::decompress_pass_on<TypeParam, float>(space, p, grid, 64, arrays);
           });
       space.fence();
       const auto o0 = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out[0]);
@@ -367,10 +369,9 @@ TYPED_TEST(InterpPipeline, EvenGridDecodesAsField) {
       for (std::uint64_t i = 0; i < n; ++i) diff += std::memcmp(&o0(i), &o1(i), sizeof(float)) != 0 ? 1 : 0;
       Kokkos::deep_copy(z0, zeros[0]);
       Kokkos::deep_copy(z1, zeros[1]);
-      const std::string what = d.str() + " order " + std::to_string(o);
-      EXPECT_EQ(diff, 0u) << what;
-      EXPECT_EQ(z1, z0) << what;
-      EXPECT_GT(z0, 0u) << what;
+      EXPECT_EQ(diff, 0u) << c.what;
+      EXPECT_EQ(z1, z0) << c.what;
+      EXPECT_GT(z0, 0u) << c.what;
     }
 }
 

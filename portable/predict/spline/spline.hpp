@@ -1520,6 +1520,31 @@ struct EvenGrid {
   Kokkos::View<std::uint16_t*, Mem> codes;
 };
 
+// The arrays traverse_on's bodies work on, the field's and the even-x
+// grid's; the field's input, code-0 residuals (and codes) as that grid
+// reaches them.
+template <class T, class Mem>
+struct CompressArrays {
+  Kokkos::View<const T*, Mem> in;
+  EvenGrid<T, Mem> even;
+  Kokkos::View<T*, Mem> r;
+  Kokkos::View<std::uint16_t*, Mem> codes;
+  Kokkos::View<std::int32_t*, Mem> qv;
+  Kokkos::View<std::uint64_t, Mem> nverb;
+  Doubled<Kokkos::View<const T*, Mem>> even_in() const { return {in}; }
+  Doubled<Kokkos::View<std::int32_t*, Mem>> even_qv() const { return {qv}; }
+};
+template <class T, class Mem>
+struct DecompressArrays {
+  Kokkos::View<const std::uint16_t*, Mem> codes;
+  Kokkos::View<const std::int32_t*, Mem> qv;
+  Kokkos::View<T*, Mem> even;  // the even-x grid's values, its verbatim ones in place
+  Kokkos::View<T*, Mem> out;
+  Kokkos::View<std::uint64_t, Mem> zeros;
+  Doubled<Kokkos::View<const std::uint16_t*, Mem>> even_codes() const { return {codes}; }
+  Doubled<Kokkos::View<const std::int32_t*, Mem>> even_qv() const { return {qv}; }
+};
+
 // Where a pass of traverse_even runs: on the even-x grid, the finest
 // level's along x (taking the grid into the field), on the field.
 enum class PassGrid { Even, FromEven, Whole };
@@ -1624,14 +1649,14 @@ inline EvenQuads even_quads(const Pass& p) {
 
 template <class ExecSpace, class T>
 void compress_from_even(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
-                        Kokkos::View<const T*, typename ExecSpace::memory_space> in,
-                        const EvenGrid<T, typename ExecSpace::memory_space>& even,
-                        Kokkos::View<T*, typename ExecSpace::memory_space> r,
-                        Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                        Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
-                        Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
+                        const CompressArrays<T, typename ExecSpace::memory_space>& arrays) {
   const Pass p = pass;
-  const EvenGrid<T, typename ExecSpace::memory_space> g2 = even;
+  const EvenGrid<T, typename ExecSpace::memory_space> g2 = arrays.even;
+  const Kokkos::View<const T*, typename ExecSpace::memory_space> in = arrays.in;
+  const Kokkos::View<T*, typename ExecSpace::memory_space> r = arrays.r;
+  const Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes = arrays.codes;
+  const Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv = arrays.qv;
+  const Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb = arrays.nverb;
   const std::int32_t rad = static_cast<std::int32_t>(radius);
   const EvenQuads w = even_quads(p);
   Kokkos::parallel_for(
@@ -1667,50 +1692,34 @@ bool from_even_aligned(Kokkos::View<T*, Mem> r, Kokkos::View<std::uint16_t*, Mem
 template <class ExecSpace, class T>
 void compress_anchors_on(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
                          PassGrid grid, std::uint32_t radius,
-                         Kokkos::View<const T*, typename ExecSpace::memory_space> in,
-                         const EvenGrid<T, typename ExecSpace::memory_space>& even,
-                         Kokkos::View<T*, typename ExecSpace::memory_space> r,
-                         Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                         Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
-                         Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
-  using Mem = typename ExecSpace::memory_space;
+                         const CompressArrays<T, typename ExecSpace::memory_space>& a) {
   if (grid == PassGrid::Even)
-    compress_anchors<ExecSpace, T>(space, anchors, qp, radius, Doubled<Kokkos::View<const T*, Mem>>{in}, even.r,
-                                   even.codes, Doubled<Kokkos::View<std::int32_t*, Mem>>{qv}, nverb);
+    compress_anchors<ExecSpace, T>(space, anchors, qp, radius, a.even_in(), a.even.r, a.even.codes, a.even_qv(),
+                                   a.nverb);
   else
-    compress_anchors<ExecSpace, T>(space, anchors, qp, radius, in, r, codes, qv, nverb);
+    compress_anchors<ExecSpace, T>(space, anchors, qp, radius, a.in, a.r, a.codes, a.qv, a.nverb);
 }
 template <class ExecSpace, class T>
 void compress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid, double bound, std::uint32_t radius,
-                      Kokkos::View<const T*, typename ExecSpace::memory_space> in,
-                      const EvenGrid<T, typename ExecSpace::memory_space>& even,
-                      Kokkos::View<T*, typename ExecSpace::memory_space> r,
-                      Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes,
-                      Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv,
-                      Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb) {
-  using Mem = typename ExecSpace::memory_space;
+                      const CompressArrays<T, typename ExecSpace::memory_space>& a) {
   if (grid == PassGrid::Even)
-    compress_pass<ExecSpace, T>(space, pass, bound, radius, Doubled<Kokkos::View<const T*, Mem>>{in}, even.r,
-                                even.codes, Doubled<Kokkos::View<std::int32_t*, Mem>>{qv}, nverb);
+    compress_pass<ExecSpace, T>(space, pass, bound, radius, a.even_in(), a.even.r, a.even.codes, a.even_qv(),
+                                a.nverb);
   else if (grid == PassGrid::FromEven)
-    compress_from_even<ExecSpace, T>(space, pass, bound, radius, in, even, r, codes, qv, nverb);
+    compress_from_even<ExecSpace, T>(space, pass, bound, radius, a);
   else
-    compress_pass<ExecSpace, T>(space, pass, bound, radius, in, r, codes, qv, nverb);
+    compress_pass<ExecSpace, T>(space, pass, bound, radius, a.in, a.r, a.codes, a.qv, a.nverb);
 }
 
 // The decompressor's side: the finest level's pass along x decodes the
 // quad's odd values from the even ones on the even-x grid (as predict_from
 // would from the field's) and stores the quad whole into out.
 template <class ExecSpace, class T>
-void decompress_from_even(const ExecSpace& space, const Pass& pass,
-                          Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
-                          Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv, std::uint32_t radius,
-                          Kokkos::View<const T*, typename ExecSpace::memory_space> even,
-                          Kokkos::View<T*, typename ExecSpace::memory_space> out,
-                          Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
-  const DecompressPoint<T, typename ExecSpace::memory_space> dp{pass, static_cast<std::int32_t>(radius), codes, qv, out,
-                                                               zeros};
-  const Kokkos::View<const T*, typename ExecSpace::memory_space> ev = even;
+void decompress_from_even(const ExecSpace& space, const Pass& pass, std::uint32_t radius,
+                          const DecompressArrays<T, typename ExecSpace::memory_space>& a) {
+  const DecompressPoint<T, typename ExecSpace::memory_space> dp{pass, static_cast<std::int32_t>(radius), a.codes, a.qv,
+                                                               a.out, a.zeros};
+  const Kokkos::View<const T*, typename ExecSpace::memory_space> ev = a.even;
   const EvenQuads w = even_quads(pass);
   Kokkos::parallel_for(
       "ksz::spline::decompress_from_even", walk_policy(space, w.count), KOKKOS_LAMBDA(const std::uint64_t it) {
@@ -1730,37 +1739,25 @@ void decompress_from_even(const ExecSpace& space, const Pass& pass,
       });
 }
 
-// The anchors and a pass of traverse_on on the decompressor's side (out:
-// the field; even: the even-x grid, its verbatim values in place).
+// The anchors and a pass of traverse_on on the decompressor's side.
 template <class ExecSpace, class T>
 void decompress_anchors_on(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
-                           PassGrid grid, Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
-                           Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv,
-                           std::uint32_t radius, Kokkos::View<T*, typename ExecSpace::memory_space> even,
-                           Kokkos::View<T*, typename ExecSpace::memory_space> out,
-                           Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
-  using Mem = typename ExecSpace::memory_space;
+                           PassGrid grid, std::uint32_t radius,
+                           const DecompressArrays<T, typename ExecSpace::memory_space>& a) {
   if (grid == PassGrid::Even)
-    decompress_anchors<ExecSpace, T>(space, anchors, qp, Doubled<Kokkos::View<const std::uint16_t*, Mem>>{codes},
-                                     Doubled<Kokkos::View<const std::int32_t*, Mem>>{qv}, radius, even, zeros);
+    decompress_anchors<ExecSpace, T>(space, anchors, qp, a.even_codes(), a.even_qv(), radius, a.even, a.zeros);
   else
-    decompress_anchors<ExecSpace, T>(space, anchors, qp, codes, qv, radius, out, zeros);
+    decompress_anchors<ExecSpace, T>(space, anchors, qp, a.codes, a.qv, radius, a.out, a.zeros);
 }
 template <class ExecSpace, class T>
-void decompress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid,
-                        Kokkos::View<const std::uint16_t*, typename ExecSpace::memory_space> codes,
-                        Kokkos::View<const std::int32_t*, typename ExecSpace::memory_space> qv, std::uint32_t radius,
-                        Kokkos::View<T*, typename ExecSpace::memory_space> even,
-                        Kokkos::View<T*, typename ExecSpace::memory_space> out,
-                        Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> zeros) {
-  using Mem = typename ExecSpace::memory_space;
+void decompress_pass_on(const ExecSpace& space, const Pass& pass, PassGrid grid, std::uint32_t radius,
+                        const DecompressArrays<T, typename ExecSpace::memory_space>& a) {
   if (grid == PassGrid::Even)
-    decompress_pass<ExecSpace, T>(space, pass, Doubled<Kokkos::View<const std::uint16_t*, Mem>>{codes},
-                                  Doubled<Kokkos::View<const std::int32_t*, Mem>>{qv}, radius, even, zeros);
+    decompress_pass<ExecSpace, T>(space, pass, a.even_codes(), a.even_qv(), radius, a.even, a.zeros);
   else if (grid == PassGrid::FromEven)
-    decompress_from_even<ExecSpace, T>(space, pass, codes, qv, radius, even, out, zeros);
+    decompress_from_even<ExecSpace, T>(space, pass, radius, a);
   else
-    decompress_pass<ExecSpace, T>(space, pass, codes, qv, radius, out, zeros);
+    decompress_pass<ExecSpace, T>(space, pass, a.codes, a.qv, radius, a.out, a.zeros);
 }
 
 // Auto-tune by profiling (section V-B): on sampled interior points, the error
