@@ -138,8 +138,9 @@ TYPED_TEST(InterpPipeline, SameBytesAsSerial) {
 }
 
 // Rows of a multiple of 4 values take the finest level's pass along x by
-// quads on GPUs (spline::walk_row_pairs): the same bytes and values as
-// Serial's point walk, for both types, ranks 1-3, rows of 8 (no interior
+// quads (spline::compress_from_even, decompress_from_even) and, in
+// decompression on GPUs, the even-x grid's stride-2 pass along x too
+// (spline::walk_row_pairs): the same bytes and values as Serial's, for both types, ranks 1-3, rows of 8 (no interior
 // quad) and more, with NaN, Inf and huge values at the pass's points (odd x
 // on even rows: verbatim inside a quad, kept by the decompressor's store).
 template <class T>
@@ -297,26 +298,17 @@ void even_grid_equals_field(const Space& space) {
 TYPED_TEST(InterpPipeline, EvenGridEqualsField) { even_grid_equals_field(TypeParam()); }
 
 // Free function: CUDA device lambdas cannot live in gtest's private TestBody.
+// The verbatim values of every `every`-th element (1: the field's, 2: the
+// even-x grid's) into out, as the decompressor puts them.
 template <class Space>
 void copy_verbatim(const Space& space, Kokkos::View<std::uint16_t*, typename Space::memory_space> codes,
                    Kokkos::View<std::int32_t*, typename Space::memory_space> qv,
                    Kokkos::View<const float*, typename Space::memory_space> in,
-                   Kokkos::View<float*, typename Space::memory_space> out) {
+                   Kokkos::View<float*, typename Space::memory_space> out, std::uint64_t every = 1) {
   Kokkos::parallel_for(
-      Kokkos::RangePolicy<Space>(space, 0, qv.extent(0)), KOKKOS_LAMBDA(const std::uint64_t i) {
-        if (codes(i) == 0 && qv(i) == spline::kVerbatim) out(i) = in(i);  // qv: code-0 positions only
-      });
-}
-
-// Verbatim values at even x into the even-x grid, as the decompressor puts them.
-template <class Space>
-void copy_verbatim_even(const Space& space, Kokkos::View<std::uint16_t*, typename Space::memory_space> codes,
-                        Kokkos::View<std::int32_t*, typename Space::memory_space> qv,
-                        Kokkos::View<const float*, typename Space::memory_space> in,
-                        Kokkos::View<float*, typename Space::memory_space> even) {
-  Kokkos::parallel_for(
-      Kokkos::RangePolicy<Space>(space, 0, qv.extent(0) / 2), KOKKOS_LAMBDA(const std::uint64_t j) {
-        if (codes(2 * j) == 0 && qv(2 * j) == spline::kVerbatim) even(j) = in(2 * j);
+      Kokkos::RangePolicy<Space>(space, 0, qv.extent(0) / every), KOKKOS_LAMBDA(const std::uint64_t j) {
+        const std::uint64_t i = every * j;
+        if (codes(i) == 0 && qv(i) == spline::kVerbatim) out(j) = in(i);  // qv: code-0 positions only
       });
 }
 
@@ -341,7 +333,7 @@ TYPED_TEST(InterpPipeline, EvenGridDecodesAsField) {
                                                                    Kokkos::View<std::uint64_t, Mem>("zeros")};
       c.code(space, rec, codes, qv, nverb);
       for (int k = 0; k < 2; ++k) copy_verbatim<TypeParam>(space, codes, qv, c.in, out[k]);
-      copy_verbatim_even<TypeParam>(space, codes, qv, c.in, even);
+      copy_verbatim<TypeParam>(space, codes, qv, c.in, even, 2);
       const Kokkos::View<const std::int32_t*, Mem> cqv = qv;
       const Kokkos::View<const std::uint16_t*, Mem> ccodes = codes;
       spline::traverse(

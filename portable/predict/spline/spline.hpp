@@ -472,10 +472,11 @@ KOKKOS_INLINE_FUNCTION void store_quad(T* at, const Quad<T>& q) {
   *reinterpret_cast<Quad<T>*>(at) = q;
 }
 
-// Whether walk_row_pairs takes a pass: the finest level's pass along x
-// (points at odd x, neighbours at x -+ 1, 3) on rows of a multiple of 4
-// values, with 4-value-aligned arrays (`aligned`: the functor's
-// quads_aligned()).
+// Whether walk_row_pairs takes a pass of a functor that has pairs
+// (kRowPairs: the decompressor's): a pass along x at stride 1 (points at odd
+// x, neighbours at x -+ 1, 3; the finest level's, or the even-x grid's
+// stride-2 level) on rows of a multiple of 4 values, with 4-value-aligned
+// arrays (`aligned`: the functor's quads_aligned()).
 inline bool row_pairs(const Pass& p, bool aligned) {
   return aligned && p.dim == 0 && p.s == 1 && p.shape.n[0] % 4 == 0 && p.shape.n[0] >= 8 &&
          p.shape.stride[1] == p.shape.n[0];
@@ -485,7 +486,7 @@ bool quads_aligned(const Views&... v) {
   return ((reinterpret_cast<std::uintptr_t>(v.data()) % sizeof(Quad<T>) == 0) && ...);
 }
 
-// The pass along x of the finest level on GPUs (row_pairs): a thread takes
+// A pass along x at stride 1 on GPUs (row_pairs): a thread takes
 // the aligned quad [x, x + 4) of a row (x a multiple of 4), whose odd values
 // are the pass's points x + 1 and x + 3: their neighbours are the quad's
 // even values, the next quad's two and the value at x - 2, so the thread
@@ -532,9 +533,13 @@ void for_each_point(const ExecSpace& space, const Pass& pass, const char* label,
   } else {
     if (p.shape.count() <= kIndex32Max) {
       const std::uint64_t n0 = p.cnt[0];
-      if (row_pairs(p, f.quads_aligned()))
-        walk_row_pairs(space, p, label, f);
-      else if (p.dim != 0 && n0 >= 32 && p.cnt[p.dim] >= kPassPerIter)
+      if constexpr (std::decay_t<F>::kRowPairs) {
+        if (row_pairs(p, f.quads_aligned())) {
+          walk_row_pairs(space, p, label, f);
+          return;
+        }
+      }
+      if (p.dim != 0 && n0 >= 32 && p.cnt[p.dim] >= kPassPerIter)
         walk_columns<kPassPerIter>(space, p, label, f);
       else if (n0 >= 32 * kPassPerIter)
         walk_rows<kPassPerIter>(space, p, label, f);
@@ -670,7 +675,7 @@ struct CompressPoint {
   Pass p;
   double bound;
   std::int32_t rad;
-  In in;  // views, or on the even-x grid Doubled ones (never by quads)
+  In in;  // views, or on the even-x grid Doubled ones
   Kokkos::View<T*, Mem> r;
   Kokkos::View<std::uint16_t*, Mem> codes;
   Q qv;
@@ -689,25 +694,9 @@ struct CompressPoint {
     const I ii[1] = {i}, cc[1] = {c};
     batch<true>(ii, cc, 1);
   }
-  // walk_row_pairs: the points e + 1 and e + 3 of the quad at e.
-  bool quads_aligned() const {
-    if constexpr (Kokkos::is_view<In>::value)
-      return spline::quads_aligned<T>(in, r);
-    else
-      return false;
-  }
-  template <class I>
-  KOKKOS_INLINE_FUNCTION void pair(I e) const {
-    Quad<T> x;
-    if constexpr (Kokkos::is_view<In>::value)
-      x = load_quad(&in(e));
-    else  // never taken (quads_aligned), but compiled
-      for (I j = 0; j < 4; ++j) x.v[j] = in(e + j);
-    PairStencil<T> ps = pair_stencil<T>(p, r, e);
-    for (int j = 0; j < 2; ++j)
-      ps.quad.v[2 * j + 1] = code_value<T>(p, bound, rad, x.v[2 * j + 1], ps.pred[j], codes, qv, nverb, e + 2 * j + 1);
-    if (!p.last) store_quad(&r(e), ps.quad);
-  }
+  // The compressor's finest pass along x by quads is compress_from_even
+  // (the even-x grid), not walk_row_pairs.
+  static constexpr bool kRowPairs = false;
 };
 
 // Decompressor side: the residual is code - rad, or for code 0 qv(i) (an
@@ -756,6 +745,8 @@ struct DecompressPoint {
     predict_batch<Uniform, T, Column>(p, out, i, c, valid,
                                       [&](std::uint32_t j, double pred) { put(i[j], code[j], pred); });
   }
+  // walk_row_pairs: the points e + 1 and e + 3 of the quad at e.
+  static constexpr bool kRowPairs = true;
   bool quads_aligned() const { return spline::quads_aligned<T>(out); }
   template <class I>
   KOKKOS_INLINE_FUNCTION void pair(I e) const {

@@ -173,6 +173,14 @@ KOKKOS_INLINE_FUNCTION BlockHead<T> block_head(T mn, T mx, double e) {
   return {med, false, required_length<T>(r1 > r2 ? r1 : r2, e)};
 }
 
+// A compression's absolute bound: `bound`, or under REL bound times the span
+// of the finite values whose extremes a value-range reduction left (mn > mx:
+// none, a span of 0). Host and device (the CUDA one-pass kernel resolves it
+// from the extremes left on the device, cuda_spec::SzxBound).
+KOKKOS_INLINE_FUNCTION double resolved_bound(double bound, bool rel, double mn, double mx) {
+  return rel ? bound * (mn <= mx ? mx - mn : 0.0) : bound;
+}
+
 // When every value of a finite, non-constant block decodes within e without
 // testing each one: max(|mn|, |mx|) <= proof_threshold<T>(e). The per-value
 // test then passes everywhere, so skipping it changes no byte. Why, with
@@ -190,14 +198,6 @@ KOKKOS_INLINE_FUNCTION BlockHead<T> block_head(T mn, T mx, double e) {
 // - M <= 2^100 (2^1000) keeps m + t away from overflow.
 // (Host and device: the CUDA one-pass kernel works it out from a bound it
 // derives itself, resolved_bound.)
-// A compression's absolute bound: `bound`, or under REL bound times the span
-// of the finite values whose extremes a value-range reduction left (mn > mx:
-// none, a span of 0). Host and device (the CUDA one-pass kernel resolves it
-// from the extremes left on the device, cuda_spec::SzxBound).
-KOKKOS_INLINE_FUNCTION double resolved_bound(double bound, bool rel, double mn, double mx) {
-  return rel ? bound * (mn <= mx ? mx - mn : 0.0) : bound;
-}
-
 template <class T>
 KOKKOS_INLINE_FUNCTION double proof_threshold(double e) {
   constexpr int p = std::numeric_limits<T>::digits, top = sizeof(T) == 4 ? 100 : 1000;
@@ -454,7 +454,6 @@ inline MinMax<T> min_max_sse2(const T* x, std::uint32_t len) {
 inline MinMax<float> min_max(const float* x, std::uint32_t len) { return min_max_sse2(x, len); }
 inline MinMax<double> min_max(const double* x, std::uint32_t len) { return min_max_sse2(x, len); }
 #endif
-
 
 // codes[0] = 0 and codes[i + 1] = code_of(x[i]). With Check, returns whether
 // every value passes the fast test, which proves the bound; a block that
