@@ -62,6 +62,25 @@ __device__ __forceinline__ void store4(T* __restrict__ p, int valid, const T v[4
     if (q < valid) p[q] = v[q];
 }
 
+// store4 for output no kernel reads again: a streaming 16-byte store where
+// all four are there and aligned (as an intrinsic, which the compiler cannot
+// split into four scalar stores, as it did with store4's).
+template <class T>
+__device__ __forceinline__ void store4_stream(T* __restrict__ p, int valid, const T v[4]) {
+  if (valid == 4 && (reinterpret_cast<std::uintptr_t>(p) & 15) == 0) {
+    if constexpr (sizeof(T) == 4) {
+      __stcs(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
+    } else {
+      __stcs(reinterpret_cast<double2*>(p), make_double2(v[0], v[1]));
+      __stcs(reinterpret_cast<double2*>(p) + 1, make_double2(v[2], v[3]));
+    }
+    return;
+  }
+#pragma unroll
+  for (int q = 0; q < 4; ++q)
+    if (q < valid) p[q] = v[q];
+}
+
 __device__ __forceinline__ int valid_of(std::uint32_t i0, std::uint32_t len) {
   return i0 < len ? (len - i0 < 4 ? static_cast<int>(len - i0) : 4) : 0;
 }
@@ -517,6 +536,19 @@ __device__ __forceinline__ T reduce_scatter(const T (&x)[NB], Op op) {
     if (o <= first) k = op(k, __shfl_xor_sync(warp::kFull, k, o));
   return k;
 }
+// Inclusive warp scans of a lane's R chunk counts (each chunk's sum below
+// 2^16), two chunks a scan; tot gets each chunk's sum.
+template <int R>
+__device__ __forceinline__ void scan_counts(const int (&cnt)[R], int (&incl)[R], int (&tot)[R]) {
+#pragma unroll
+  for (int r = 0; r < R; r += 2) {
+    const std::uint32_t v =
+        static_cast<std::uint32_t>(cnt[r]) | (r + 1 < R ? static_cast<std::uint32_t>(cnt[r + 1]) << 16 : 0u);
+    const std::uint32_t i = warp::scan_inclusive(v), t = __shfl_sync(warp::kFull, i, 31);
+    incl[r] = static_cast<int>(i & 0xffffu), tot[r] = static_cast<int>(t & 0xffffu);
+    if (r + 1 < R) incl[r + 1] = static_cast<int>(i >> 16), tot[r + 1] = static_cast<int>(t >> 16);
+  }
+}
 struct MinOp {
   template <class T>
   __device__ T operator()(T a, T b) const { return b < a ? b : a; }
@@ -602,8 +634,8 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     load4<T, Full>(in + b * kBlock + i0, valid[r], v[r]);
   }
   U code[R][4];
-  std::uint32_t acc[R];  // leading codes, 2 bits a value (the lead byte)
-  int cnt[R];            // mid-bytes of the lane's 4 values
+  std::uint32_t acc[R] = {};  // leading codes, 2 bits a value (the lead byte)
+  int cnt[R] = {};            // mid-bytes of the lane's 4 values
   std::uint8_t kind_of[NB];
   // Min, max and the finite test (v * 0 + f stays 0 unless v is NaN or
   // infinite), then every block's head at once (a lane per block, see
@@ -641,7 +673,6 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     hd.len_bits = __shfl_sync(warp::kFull, head.len_bits, from);
     std::uint8_t kind = szx::kVerbatim;
     T med = T(0);
-    std::uint32_t block_mid = 0;
     if (!Full && b >= nb) {
       kind = szx::kConstant;  // past the end: adds nothing
     } else if (finite[j]) {
@@ -685,8 +716,6 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
           for (int r = j * C; r < j * C + C; ++r) {
             const U up = __shfl_up_sync(warp::kFull, code[r][3], 1);
             U prev = lane == 0 ? carry : up;
-            acc[r] = 0;
-            cnt[r] = 0;
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
               const int l0 = (clz(static_cast<U>(code[r][q] ^ prev)) - base) >> 3;
@@ -698,9 +727,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
               prev = code[r][q];
             }
             carry = __shfl_sync(warp::kFull, code[r][3], 31);
-            block_mid += static_cast<std::uint32_t>(cnt[r]);
           }
-          block_mid = warp::reduce_add(block_mid);
         }
       }
     }
@@ -708,6 +735,17 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     if (lane == 0) {
       sh.kind[w * NB + j] = kind;
       sh.med[w * NB + j] = med;
+    }
+  }
+  // Each chunk's lane prefixes and sum (a block's mid-bytes add its chunks').
+  int chunk_incl[R], chunk_sum[R];
+  scan_counts<R>(cnt, chunk_incl, chunk_sum);
+  if (lane == 0) {
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+      std::uint32_t block_mid = 0;
+#pragma unroll
+      for (int r = j * C; r < j * C + C; ++r) block_mid += static_cast<std::uint32_t>(chunk_sum[r]);
       sh.mid[w * NB + j] = block_mid;
     }
   }
@@ -735,22 +773,45 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     int p0 = static_cast<int>(sh.mid_off[w * NB + j]);
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
-      const int incl = warp::scan_inclusive(cnt[r]);
-      int p = p0 + incl - cnt[r];
+      int p = p0 + chunk_incl[r] - cnt[r];
+      p0 += chunk_sum[r];
+      if constexpr (S == 4) {
+        // The lane's bytes go through a 64-bit buffer, a word out (ORed, as
+        // the first and last may be shared with the neighbouring lanes)
+        // whenever four are in.
+        U* at = stage + p / S;
+        int fill = p & (S - 1);
+        std::uint64_t buf = 0;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int l = (acc[r] >> (6 - 2 * q)) & 3;
-        const int m = q < valid[r] ? nbytes - l : 0;
-        if (m > 0) {
-          const U y = bswap<U>(static_cast<U>(code[r][q] << (kBits - 8 * m)));
-          const int o = p & (S - 1);
-          U* const at = stage + p / S;
-          or_to(at, static_cast<U>(y << (8 * o)));
-          if (o + m > S) or_to(at + 1, static_cast<U>(y >> (kBits - 8 * o)));
-          p += m;
+        for (int q = 0; q < 4; ++q) {
+          const int l = (acc[r] >> (6 - 2 * q)) & 3;
+          const int m = q < valid[r] ? nbytes - l : 0;
+          const U y = m > 0 ? bswap<U>(static_cast<U>(code[r][q] << (kBits - 8 * m))) : U(0);
+          buf |= static_cast<std::uint64_t>(y) << (8 * fill);
+          fill += m;
+          if (fill >= S) {
+            or_to(at, static_cast<U>(buf));
+            ++at;
+            buf >>= 32;
+            fill -= S;
+          }
+        }
+        if (buf != 0) or_to(at, static_cast<U>(buf));
+      } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int l = (acc[r] >> (6 - 2 * q)) & 3;
+          const int m = q < valid[r] ? nbytes - l : 0;
+          if (m > 0) {
+            const U y = bswap<U>(static_cast<U>(code[r][q] << (kBits - 8 * m)));
+            const int o = p & (S - 1);
+            U* const at = stage + p / S;
+            or_to(at, static_cast<U>(y << (8 * o)));
+            if (o + m > S) or_to(at + 1, static_cast<U>(y >> (kBits - 8 * o)));
+            p += m;
+          }
         }
       }
-      p0 += __shfl_sync(warp::kFull, incl, 31);
     }
   }
   if (w == 0) {
@@ -1047,7 +1108,6 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     const std::uint8_t kind = sh.kind[t];
     const bool coded = szx::is_coded(kind);
     const int nbytes = coded ? szx::bytes_of(kind) : 0;
-    std::uint32_t block_mid = 0;
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
       valid[r] = valid_of((r % C) * kChunk + 4 * lane, len);
@@ -1060,10 +1120,19 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
         // group_mids_kernel reports l > nbytes.
         if (coded && q < valid[r]) cnt[r] += l <= nbytes ? nbytes - l : 0;
       }
-      block_mid += static_cast<std::uint32_t>(cnt[r]);
     }
-    if (coded) block_mid = warp::reduce_add(block_mid);
-    if (lane == 0) sh.mid[t] = block_mid;
+  }
+  // Each chunk's lane prefixes and sum (a block's mid-bytes add its chunks').
+  int chunk_incl[R], chunk_sum[R];
+  scan_counts<R>(cnt, chunk_incl, chunk_sum);
+  if (lane == 0) {
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+      std::uint32_t block_mid = 0;
+#pragma unroll
+      for (int r = j * C; r < j * C + C; ++r) block_mid += static_cast<std::uint32_t>(chunk_sum[r]);
+      sh.mid[w * NB + j] = block_mid;
+    }
   }
   __syncthreads();
   if (w == 0) {
@@ -1118,7 +1187,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
 #pragma unroll
           for (int q = 0; q < 4; ++q) x[q] = vo + i0 + q < verb_size ? verb[vo + i0 + q] : T(0);
         }
-        store4(dst + i0, vc, x);
+        store4_stream(dst + i0, vc, x);
       }
       continue;
     }
@@ -1127,63 +1196,53 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         const T x[4] = {m, m, m, m};
-        store4(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
+        store4_stream(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
       }
       continue;
     }
     const int nbytes = szx::bytes_of(kind), shift = szx::Bits<T>::kTotal - kind;
-    const int nprop = nbytes < 3 ? nbytes : 3;
     int p0 = s0 + static_cast<int>(sh.mid_off[t]);
     U carry = 0;
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
       const int vr = valid[r];
-      const int incl = warp::scan_inclusive(cnt[r]);
-      int p = p0 + incl - cnt[r];
-      p0 += __shfl_sync(warp::kFull, incl, 31);
-      int lb[4];
-      U x[4];
+      int p = p0 + chunk_incl[r] - cnt[r];
+      p0 += chunk_sum[r];
+      // Each value is (prev & keep) | x: its mid-bytes x, its leading bytes
+      // from the previous code. Those maps compose (K, X) = (K1 & K2,
+      // (X1 & K2) | X2), so the code coming into each lane is a scan of the
+      // lanes' composed maps (index propagation, Figure 9, for every byte at
+      // once); a map composed with itself is itself, so lanes below the
+      // shuffle's distance need no test.
+      U x[4], keep[4], K = ~U(0), X = 0;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int l = (acc[r] >> (6 - 2 * q)) & 3;
-        lb[q] = q < vr ? (l <= nbytes ? l : nbytes) : nbytes;
-        const int mq = nbytes - lb[q];
+        const int mq = q < vr ? (l <= nbytes ? nbytes - l : 0) : 0;
         const int o = p & (S - 1);
         const U* const at = stage + p / S;
         const U z = o ? static_cast<U>((at[0] >> (8 * o)) | (at[1] << (kBits - 8 * o))) : at[0];
         x[q] = mq > 0 ? static_cast<U>(bswap<U>(z) >> (kBits - 8 * mq)) : U(0);
+        keep[q] = 8 * mq >= kBits ? U(0) : static_cast<U>(~((U(1) << (8 * mq)) - 1));
+        X = (X & keep[q]) | x[q];
+        K &= keep[q];
         p += mq;
       }
-      // The incoming code's leading bytes (index propagation, Figure 9):
-      // byte i comes from the nearest earlier value that stores it.
-      U inc = 0;
 #pragma unroll
-      for (int i = 0; i < 3; ++i) {
-        if (i >= nprop) break;
-        int src = -1;
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          if (q < vr && lb[q] <= i) src = q;
-        U own = 0;
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          if (q == src) own = (x[q] >> (8 * (nbytes - 1 - i))) & 0xff;
-        const unsigned below = __ballot_sync(warp::kFull, src >= 0) & ((1u << lane) - 1);
-        const U got = __shfl_sync(warp::kFull, own, below ? 31 - __clz(below) : 0);
-        const U byte = below ? got : static_cast<U>((carry >> (8 * (nbytes - 1 - i))) & 0xff);
-        inc |= byte << (8 * (nbytes - 1 - i));
+      for (int d = 1; d < 32; d <<= 1) {
+        const U kp = __shfl_up_sync(warp::kFull, K, d), xp = __shfl_up_sync(warp::kFull, X, d);
+        X = (xp & K) | X;
+        K &= kp;
       }
-      U prev = inc;
+      const U ke = __shfl_up_sync(warp::kFull, K, 1), xe = __shfl_up_sync(warp::kFull, X, 1);
+      U prev = lane == 0 ? carry : static_cast<U>((carry & ke) | xe);
       T y[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const int mq = nbytes - lb[q];
-        const U keep = 8 * mq >= kBits ? U(0) : ~((U(1) << (8 * mq)) - 1);
-        const U cq = (prev & keep) | x[q];
-        y[q] = szx::value_of<T>(cq, m, shift);
-        if (q < vr) prev = cq;
+        prev = (prev & keep[q]) | x[q];
+        y[q] = szx::value_of<T>(prev, m, shift);
       }
-      store4(dst + (r % C) * kChunk + 4 * lane, vr, y);
+      store4_stream(dst + (r % C) * kChunk + 4 * lane, vr, y);
       carry = __shfl_sync(warp::kFull, prev, 31);
     }
   }
