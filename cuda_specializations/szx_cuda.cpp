@@ -497,6 +497,30 @@ __device__ __forceinline__ void or_to(std::uint64_t* p, std::uint64_t v) {
   atomicOr(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
 }
 
+// Bit operations of the mid-bytes with no test of their shift's edges: the
+// word of S bytes at byte o (0..S-1) of at[0], at[1]; the top m (0..S)
+// bytes of x, right-aligned; the bits above the low m bytes (0 when m = S).
+__device__ __forceinline__ std::uint32_t bytes_at(const std::uint32_t* at, int o) {
+  return __funnelshift_r(at[0], at[1], 8 * o);
+}
+__device__ __forceinline__ std::uint64_t bytes_at(const std::uint64_t* at, int o) {
+  return o ? (at[0] >> (8 * o)) | (at[1] << (64 - 8 * o)) : at[0];
+}
+__device__ __forceinline__ std::uint32_t top_bytes(std::uint32_t x, int m) {
+  return __funnelshift_rc(x, 0u, 32 - 8 * m);
+}
+__device__ __forceinline__ std::uint64_t top_bytes(std::uint64_t x, int m) { return m > 0 ? x >> (64 - 8 * m) : 0; }
+template <class U>
+__device__ __forceinline__ U keep_above(int m);
+template <>
+__device__ __forceinline__ std::uint32_t keep_above(int m) {
+  return __funnelshift_lc(0u, ~0u, 8 * m);
+}
+template <>
+__device__ __forceinline__ std::uint64_t keep_above(int m) {
+  return m >= 8 ? 0 : ~std::uint64_t(0) << (8 * m);
+}
+
 // Min and max of each of a warp's NB blocks, reduce-scattered: lane l ends
 // with block home(l)'s (6 shuffles a quantity for NB = 4 instead of 20), so
 // the lanes then work out the NB block heads at once.
@@ -770,23 +794,23 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     const std::uint8_t kind = kind_of[j];
     if (!szx::is_coded(kind)) continue;
     const int nbytes = szx::bytes_of(kind);
-    int p0 = static_cast<int>(sh.mid_off[w * NB + j]);
+    unsigned p0 = static_cast<unsigned>(sh.mid_off[w * NB + j]);  // unsigned: p / S a shift
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
-      int p = p0 + chunk_incl[r] - cnt[r];
+      unsigned p = p0 + chunk_incl[r] - cnt[r];
       p0 += chunk_sum[r];
       if constexpr (S == 4) {
         // The lane's bytes go through a 64-bit buffer, a word out (ORed, as
         // the first and last may be shared with the neighbouring lanes)
         // whenever four are in.
         U* at = stage + p / S;
-        int fill = p & (S - 1);
+        int fill = static_cast<int>(p & (S - 1));
         std::uint64_t buf = 0;
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           const int l = (acc[r] >> (6 - 2 * q)) & 3;
           const int m = q < valid[r] ? nbytes - l : 0;
-          const U y = m > 0 ? bswap<U>(static_cast<U>(code[r][q] << (kBits - 8 * m))) : U(0);
+          const U y = bswap<U>(__funnelshift_lc(0u, code[r][q], 32 - 8 * m));  // its low m bytes, reversed
           buf |= static_cast<std::uint64_t>(y) << (8 * fill);
           fill += m;
           if (fill >= S) {
@@ -804,7 +828,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
           const int m = q < valid[r] ? nbytes - l : 0;
           if (m > 0) {
             const U y = bswap<U>(static_cast<U>(code[r][q] << (kBits - 8 * m)));
-            const int o = p & (S - 1);
+            const int o = static_cast<int>(p & (S - 1));
             U* const at = stage + p / S;
             or_to(at, static_cast<U>(y << (8 * o)));
             if (o + m > S) or_to(at + 1, static_cast<U>(y >> (kBits - 8 * o)));
@@ -1071,7 +1095,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
                   std::uint64_t verb_size, T* __restrict__ out, unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
-  constexpr int S = SH::S, kBits = SH::kBits, R = SH::R;
+  constexpr int S = SH::S, R = SH::R;
   constexpr std::uint32_t kBlock = SH::kBlock;
   __shared__ U stage[SH::kStage];
   __shared__ Shared<T, SH::kBlocks> sh;
@@ -1201,12 +1225,12 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
       continue;
     }
     const int nbytes = szx::bytes_of(kind), shift = szx::Bits<T>::kTotal - kind;
-    int p0 = s0 + static_cast<int>(sh.mid_off[t]);
+    unsigned p0 = s0 + static_cast<unsigned>(sh.mid_off[t]);
     U carry = 0;
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
       const int vr = valid[r];
-      int p = p0 + chunk_incl[r] - cnt[r];
+      unsigned p = p0 + chunk_incl[r] - cnt[r];
       p0 += chunk_sum[r];
       // Each value is (prev & keep) | x: its mid-bytes x, its leading bytes
       // from the previous code. Those maps compose (K, X) = (K1 & K2,
@@ -1219,11 +1243,10 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
       for (int q = 0; q < 4; ++q) {
         const int l = (acc[r] >> (6 - 2 * q)) & 3;
         const int mq = q < vr ? (l <= nbytes ? nbytes - l : 0) : 0;
-        const int o = p & (S - 1);
+        const int o = static_cast<int>(p & (S - 1));
         const U* const at = stage + p / S;
-        const U z = o ? static_cast<U>((at[0] >> (8 * o)) | (at[1] << (kBits - 8 * o))) : at[0];
-        x[q] = mq > 0 ? static_cast<U>(bswap<U>(z) >> (kBits - 8 * mq)) : U(0);
-        keep[q] = 8 * mq >= kBits ? U(0) : static_cast<U>(~((U(1) << (8 * mq)) - 1));
+        x[q] = top_bytes(bswap<U>(bytes_at(at, o)), mq);
+        keep[q] = keep_above<U>(mq);
         X = (X & keep[q]) | x[q];
         K &= keep[q];
         p += mq;
