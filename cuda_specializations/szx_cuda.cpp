@@ -838,18 +838,21 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       }
     }
   }
+  // The two look-backs side by side: block counts by warp 0, mid-bytes by warp 1.
+  std::uint64_t cb = 0;
   if (w == 0) {
-    const std::uint64_t cb = resolve(state + ngroups, g, cs.sum);
-    const std::uint64_t mb = resolve(state, g, ms.sum);
+    cb = resolve(state + ngroups, g, cs.sum);
     if (lane == 0) {
       sh.coded_before = cb >> kCountShift;
       sh.verb_before = cb & kCountMask;
-      sh.mid_before = mb;
-      if (g + 1 == ngroups)
-        put_totals<SH>(result, sh.kind[nb - 1 - g * SH::kBlocks], n, nb, cb + cs.sum, mb + ms.sum);
     }
+  } else if (w == 1) {
+    const std::uint64_t mb = resolve(state, g, sh.mid_total);
+    if (lane == 0) sh.mid_before = mb;
   }
   __syncthreads();
+  if (threadIdx.x == 0 && g + 1 == ngroups)
+    put_totals<SH>(result, sh.kind[nb - 1 - g * SH::kBlocks], n, nb, cb + cs.sum, sh.mid_before + sh.mid_total);
   // Kinds and medians: a thread per block.
   if (threadIdx.x < SH::kBlocks) {
     const std::uint64_t b = g * SH::kBlocks + threadIdx.x;
@@ -1102,7 +1105,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
   const GroupArrays ga = group_arrays(state, ngroups);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const std::uint64_t g = blockIdx.x;
-  // Kinds and medians (a lane of warp 0 per block), then block offsets.
+  // Kinds and medians (a lane of warp 0 per block), then block offsets; the
+  // group's mid-bytes' place (group_mids_kernel's sum and its scan).
   if (w == 0) {
     const std::uint64_t b = g * SH::kBlocks + lane;
     const bool mine = lane < SH::kBlocks && b < nb;
@@ -1118,9 +1122,15 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
       sh.coded[lane] = cb >> kCountShift;
       sh.verb[lane] = cb & kCountMask;
     }
+    if (lane == 0) {
+      sh.mid_before = ga.mids_before[g];
+      sh.mid_total = ga.mids[g];
+    }
   }
   __syncthreads();
-  // Leading codes and each block's mid-byte count.
+  // Leading codes and each block's mid-byte count, then the group's
+  // mid-bytes into shared memory as stored (aligned words, their loads in
+  // flight together; loading them before the counts spilled registers).
   const std::uint64_t b0 = g * SH::kBlocks + std::uint64_t(w) * NB;
   std::uint32_t acc[R];
   int cnt[R], valid[R];
@@ -1129,20 +1139,56 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     const int t = w * NB + j;
     const std::uint64_t b = b0 + j;
     const std::uint32_t len = b < nb ? szx::block_len(b, n, kBlock) : 0;
-    const std::uint8_t kind = sh.kind[t];
-    const bool coded = szx::is_coded(kind);
-    const int nbytes = coded ? szx::bytes_of(kind) : 0;
+    const bool coded = szx::is_coded(sh.kind[t]);
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
       valid[r] = valid_of((r % C) * kChunk + 4 * lane, len);
       const std::uint64_t at = sh.coded[t] * SH::kLeadPerBlock + (r % C) * 32 + lane;
       acc[r] = coded && valid[r] > 0 && at < lead_size ? lead[at] : 0u;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < NB; ++j) {
+    const std::uint8_t kind = sh.kind[w * NB + j];
+    const bool coded = szx::is_coded(kind);
+    const int nbytes = coded ? szx::bytes_of(kind) : 0;
+#pragma unroll
+    for (int r = j * C; r < j * C + C; ++r) {
       cnt[r] = 0;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int l = (acc[r] >> (6 - 2 * q)) & 3;
         // group_mids_kernel reports l > nbytes.
         if (coded && q < valid[r]) cnt[r] += l <= nbytes ? nbytes - l : 0;
+      }
+    }
+  }
+  const std::uint64_t mo = sh.mid_before;
+  const int s0 = static_cast<int>(mo & (S - 1));
+  {
+    // At most the stage: a hostile stream's sums can be anything (its bad
+    // codes are reported).
+    const std::uint64_t a = mo - s0, want = (s0 + sh.mid_total + S - 1) / S;
+    const int words = static_cast<int>(want < std::uint64_t(SH::kStage) ? want : SH::kStage);
+    if (a + std::uint64_t(S) * words <= mid_size) {
+      const U* const src = reinterpret_cast<const U*>(mid + a);
+      constexpr int kBatch = 4;
+      for (int k0 = threadIdx.x; k0 < words; k0 += kBatch * kThreads) {
+        U x[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i) x[i] = k0 + i * kThreads < words ? __ldg(src + k0 + i * kThreads) : U(0);
+#pragma unroll
+        for (int i = 0; i < kBatch; ++i)
+          if (k0 + i * kThreads < words) stage[k0 + i * kThreads] = x[i];
+      }
+    } else {
+      for (int k = threadIdx.x; k < words; k += kThreads) {
+        U x = 0;
+        for (int i = S - 1; i >= 0; --i) {
+          const std::uint64_t at = a + std::uint64_t(S) * k + i;
+          x = (x << 8) | (at < mid_size ? mid[at] : 0u);
+        }
+        stage[k] = x;
       }
     }
   }
@@ -1161,33 +1207,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
   __syncthreads();
   if (w == 0) {
     const std::uint64_t mine = lane < SH::kBlocks ? sh.mid[lane] : 0, incl = warp::scan_inclusive(mine);
-    const std::uint64_t total = __shfl_sync(warp::kFull, incl, 31);
     if (lane < SH::kBlocks) sh.mid_off[lane] = incl - mine;
-    if (lane == 0) {
-      sh.mid_before = ga.mids_before[g];
-      sh.mid_total = total;
-      if (g + 1 == ngroups) result_of(state, ngroups)->mid = sh.mid_before + total;
-    }
-  }
-  __syncthreads();
-  // The group's mid-bytes into shared memory, aligned words as stored.
-  const std::uint64_t mo = sh.mid_before, total = sh.mid_total;
-  const int s0 = static_cast<int>(mo & (S - 1));
-  {
-    const std::uint64_t a = mo - s0;
-    const int words = static_cast<int>((s0 + total + S - 1) / S);
-    for (int k = threadIdx.x; k < words; k += kThreads) {
-      if (a + std::uint64_t(S) * k + S <= mid_size) {
-        stage[k] = reinterpret_cast<const U*>(mid + a)[k];
-      } else {
-        U x = 0;
-        for (int i = S - 1; i >= 0; --i) {
-          const std::uint64_t at = a + std::uint64_t(S) * k + i;
-          x = (x << 8) | (at < mid_size ? mid[at] : 0u);
-        }
-        stage[k] = x;
-      }
-    }
+    if (g + 1 == ngroups && lane == 31) result_of(state, ngroups)->mid = mo + incl;
   }
   __syncthreads();
 #pragma unroll
