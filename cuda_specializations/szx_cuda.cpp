@@ -3,6 +3,7 @@
 // reductions and no per-block host work. See cuda_specializations.hpp for the
 // contract: same bytes as portable/predict/szx (its helpers are reused here,
 // so every float decision is the same expression).
+#include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
@@ -560,18 +561,28 @@ __device__ __forceinline__ T reduce_scatter(const T (&x)[NB], Op op) {
     if (o <= first) k = op(k, __shfl_xor_sync(warp::kFull, k, o));
   return k;
 }
-// Inclusive warp scans of a lane's R chunk counts (each chunk's sum below
-// 2^16), two chunks a scan; tot gets each chunk's sum.
+// Warp scans of a lane's R chunk counts (each chunk's sum below 2^16), two
+// chunks a scan, kept packed (two 16-bit fields a word, fewer registers): the
+// lane's exclusive prefix and the chunk's sum of chunk r are field r % 2 of
+// word r / 2.
 template <int R>
-__device__ __forceinline__ void scan_counts(const int (&cnt)[R], int (&incl)[R], int (&tot)[R]) {
+struct ChunkScan {
+  std::uint32_t excl[(R + 1) / 2], sum[(R + 1) / 2];
+  __device__ __forceinline__ int excl_of(int r) const { return static_cast<int>((excl[r / 2] >> (16 * (r % 2))) & 0xffffu); }
+  __device__ __forceinline__ int sum_of(int r) const { return static_cast<int>((sum[r / 2] >> (16 * (r % 2))) & 0xffffu); }
+};
+template <int R>
+__device__ __forceinline__ ChunkScan<R> scan_counts(const int (&cnt)[R]) {
+  ChunkScan<R> cs;
 #pragma unroll
   for (int r = 0; r < R; r += 2) {
     const std::uint32_t v =
         static_cast<std::uint32_t>(cnt[r]) | (r + 1 < R ? static_cast<std::uint32_t>(cnt[r + 1]) << 16 : 0u);
-    const std::uint32_t i = warp::scan_inclusive(v), t = __shfl_sync(warp::kFull, i, 31);
-    incl[r] = static_cast<int>(i & 0xffffu), tot[r] = static_cast<int>(t & 0xffffu);
-    if (r + 1 < R) incl[r + 1] = static_cast<int>(i >> 16), tot[r + 1] = static_cast<int>(t >> 16);
+    const std::uint32_t incl = warp::scan_inclusive(v);
+    cs.sum[r / 2] = __shfl_sync(warp::kFull, incl, 31);
+    cs.excl[r / 2] = incl - v;  // field by field: no borrow
   }
+  return cs;
 }
 struct MinOp {
   template <class T>
@@ -762,14 +773,13 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     }
   }
   // Each chunk's lane prefixes and sum (a block's mid-bytes add its chunks').
-  int chunk_incl[R], chunk_sum[R];
-  scan_counts<R>(cnt, chunk_incl, chunk_sum);
+  const ChunkScan<R> chunks = scan_counts<R>(cnt);
   if (lane == 0) {
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
       std::uint32_t block_mid = 0;
 #pragma unroll
-      for (int r = j * C; r < j * C + C; ++r) block_mid += static_cast<std::uint32_t>(chunk_sum[r]);
+      for (int r = j * C; r < j * C + C; ++r) block_mid += static_cast<std::uint32_t>(chunks.sum_of(r));
       sh.mid[w * NB + j] = block_mid;
     }
   }
@@ -797,8 +807,8 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     unsigned p0 = static_cast<unsigned>(sh.mid_off[w * NB + j]);  // unsigned: p / S a shift
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
-      unsigned p = p0 + chunk_incl[r] - cnt[r];
-      p0 += chunk_sum[r];
+      unsigned p = p0 + chunks.excl_of(r);
+      p0 += chunks.sum_of(r);
       if constexpr (S == 4) {
         // The lane's bytes go through a 64-bit buffer, a word out (ORed, as
         // the first and last may be shared with the neighbouring lanes)
@@ -1128,9 +1138,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     }
   }
   __syncthreads();
-  // Leading codes and each block's mid-byte count, then the group's
-  // mid-bytes into shared memory as stored (aligned words, their loads in
-  // flight together; loading them before the counts spilled registers).
+  // Leading codes (loads first), the group's mid-bytes, then each block's
+  // mid-byte count.
   const std::uint64_t b0 = g * SH::kBlocks + std::uint64_t(w) * NB;
   std::uint32_t acc[R];
   int cnt[R], valid[R];
@@ -1145,6 +1154,32 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
       valid[r] = valid_of((r % C) * kChunk + 4 * lane, len);
       const std::uint64_t at = sh.coded[t] * SH::kLeadPerBlock + (r % C) * 32 + lane;
       acc[r] = coded && valid[r] > 0 && at < lead_size ? lead[at] : 0u;
+    }
+  }
+  // The group's mid-bytes into shared memory as stored (aligned words), by
+  // asynchronous copies that hold no registers and do not stall the thread,
+  // which goes on to the leading codes meanwhile.
+  const std::uint64_t mo = sh.mid_before;
+  const int s0 = static_cast<int>(mo & (S - 1));
+  {
+    // At most the stage: a hostile stream's sums can be anything (its bad
+    // codes are reported).
+    const std::uint64_t a = mo - s0, want = (s0 + sh.mid_total + S - 1) / S;
+    const int words = static_cast<int>(want < std::uint64_t(SH::kStage) ? want : SH::kStage);
+    if (a + std::uint64_t(S) * words <= mid_size) {
+      const U* const src = reinterpret_cast<const U*>(mid + a);
+#pragma unroll 1
+      for (int k = threadIdx.x; k < words; k += kThreads) __pipeline_memcpy_async(stage + k, src + k, S);
+      __pipeline_commit();
+    } else {
+      for (int k = threadIdx.x; k < words; k += kThreads) {
+        U x = 0;
+        for (int i = S - 1; i >= 0; --i) {
+          const std::uint64_t at = a + std::uint64_t(S) * k + i;
+          x = (x << 8) | (at < mid_size ? mid[at] : 0u);
+        }
+        stage[k] = x;
+      }
     }
   }
 #pragma unroll
@@ -1163,47 +1198,18 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
       }
     }
   }
-  const std::uint64_t mo = sh.mid_before;
-  const int s0 = static_cast<int>(mo & (S - 1));
-  {
-    // At most the stage: a hostile stream's sums can be anything (its bad
-    // codes are reported).
-    const std::uint64_t a = mo - s0, want = (s0 + sh.mid_total + S - 1) / S;
-    const int words = static_cast<int>(want < std::uint64_t(SH::kStage) ? want : SH::kStage);
-    if (a + std::uint64_t(S) * words <= mid_size) {
-      const U* const src = reinterpret_cast<const U*>(mid + a);
-      constexpr int kBatch = 4;
-      for (int k0 = threadIdx.x; k0 < words; k0 += kBatch * kThreads) {
-        U x[kBatch];
-#pragma unroll
-        for (int i = 0; i < kBatch; ++i) x[i] = k0 + i * kThreads < words ? __ldg(src + k0 + i * kThreads) : U(0);
-#pragma unroll
-        for (int i = 0; i < kBatch; ++i)
-          if (k0 + i * kThreads < words) stage[k0 + i * kThreads] = x[i];
-      }
-    } else {
-      for (int k = threadIdx.x; k < words; k += kThreads) {
-        U x = 0;
-        for (int i = S - 1; i >= 0; --i) {
-          const std::uint64_t at = a + std::uint64_t(S) * k + i;
-          x = (x << 8) | (at < mid_size ? mid[at] : 0u);
-        }
-        stage[k] = x;
-      }
-    }
-  }
   // Each chunk's lane prefixes and sum (a block's mid-bytes add its chunks').
-  int chunk_incl[R], chunk_sum[R];
-  scan_counts<R>(cnt, chunk_incl, chunk_sum);
+  const ChunkScan<R> chunks = scan_counts<R>(cnt);
   if (lane == 0) {
 #pragma unroll
     for (int j = 0; j < NB; ++j) {
       std::uint32_t block_mid = 0;
 #pragma unroll
-      for (int r = j * C; r < j * C + C; ++r) block_mid += static_cast<std::uint32_t>(chunk_sum[r]);
+      for (int r = j * C; r < j * C + C; ++r) block_mid += static_cast<std::uint32_t>(chunks.sum_of(r));
       sh.mid[w * NB + j] = block_mid;
     }
   }
+  __pipeline_wait_prior(0);
   __syncthreads();
   if (w == 0) {
     const std::uint64_t mine = lane < SH::kBlocks ? sh.mid[lane] : 0, incl = warp::scan_inclusive(mine);
@@ -1251,8 +1257,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
       const int vr = valid[r];
-      unsigned p = p0 + chunk_incl[r] - cnt[r];
-      p0 += chunk_sum[r];
+      unsigned p = p0 + chunks.excl_of(r);
+      p0 += chunks.sum_of(r);
       // Each value is (prev & keep) | x: its mid-bytes x, its leading bytes
       // from the previous code. Those maps compose (K, X) = (K1 & K2,
       // (X1 & K2) | X2), so the code coming into each lane is a scan of the
