@@ -584,13 +584,16 @@ __device__ __forceinline__ ChunkScan<R> scan_counts(const int (&cnt)[R]) {
   }
   return cs;
 }
+// fmin / fmax (one instruction): where they differ from the compares (a NaN,
+// the sign of a zero) the block is verbatim or szx::block_head makes its ends
+// canonical, so the bytes do not change.
 struct MinOp {
-  template <class T>
-  __device__ T operator()(T a, T b) const { return b < a ? b : a; }
+  __device__ float operator()(float a, float b) const { return fminf(a, b); }
+  __device__ double operator()(double a, double b) const { return fmin(a, b); }
 };
 struct MaxOp {
-  template <class T>
-  __device__ T operator()(T a, T b) const { return b > a ? b : a; }
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+  __device__ double operator()(double a, double b) const { return fmax(a, b); }
 };
 
 // The shape of a group: C chunks of 128 values a block, NB blocks a warp.
@@ -687,8 +690,8 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
         if (q < valid[r]) {
           if constexpr (sizeof(T) == 4) fin = __fmaf_rn(v[r][q], 0.f, fin);
           else fin = __fma_rn(v[r][q], 0.0, fin);
-          mn = v[r][q] < mn ? v[r][q] : mn;
-          mx = v[r][q] > mx ? v[r][q] : mx;
+          mn = MinOp{}(mn, v[r][q]);
+          mx = MaxOp{}(mx, v[r][q]);
         }
     bmn[j] = mn, bmx[j] = mx;
     finite[j] = __all_sync(warp::kFull, fin == T(0));

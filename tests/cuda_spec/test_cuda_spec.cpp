@@ -126,6 +126,23 @@ void run_other_predictors() {
                             std::string(c.pred == PredictorId::SZx ? "szx b" + std::to_string(c.block) : "interp") +
                                 " " + name(c.p) + " " + std::to_string(d.count()));
   }
+  // Signed zeros (the CUDA kernels take block extremes by fmin / fmax, which
+  // may return either zero): blocks of zeros of both signs starting with
+  // either, and a block of zeros with one positive value.
+  const Dims d = dims_of({300000});
+  std::vector<T> f = make_field<T>(Pattern::Noisy, d, 7);
+  for (std::size_t i = 0; i < 128; ++i) {
+    f[3 * 128 + i] = i % 2 ? T(0) : -T(0);
+    f[4 * 128 + i] = i % 3 ? -T(0) : T(0);
+    f[5 * 128 + i] = i % 2 ? -T(0) : T(0);
+  }
+  f[5 * 128 + 77] = T(0.5);
+  Options opt;
+  opt.mode = ErrorMode::REL;
+  opt.bound = 1e-3;
+  opt.predictor = PredictorId::SZx;
+  opt.szx_block = 128;
+  expect_same_as_portable(f, d, opt, "szx b128 signed zeros");
 }
 
 TEST(CudaSpecializations, OtherPredictorsSameBytesF32) { run_other_predictors<float>(); }
