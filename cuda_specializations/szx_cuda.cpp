@@ -47,33 +47,21 @@ __device__ __forceinline__ void load4(const T* __restrict__ p, int valid, T v[4]
 #pragma unroll
   for (int q = 0; q < 4; ++q) v[q] = q < valid ? p[q] : T(0);
 }
-template <class T>
+// The valid values to p: 16-byte stores when all four are there and aligned,
+// by intrinsics (plain vector stores were split into four scalar stores by
+// the compiler, which merged them with the other branch's); Stream: output
+// no kernel reads again (evict first).
+template <class T, bool Stream = false>
 __device__ __forceinline__ void store4(T* __restrict__ p, int valid, const T v[4]) {
   if (valid == 4 && (reinterpret_cast<std::uintptr_t>(p) & 15) == 0) {
     if constexpr (sizeof(T) == 4) {
-      *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+      const float4 q = make_float4(v[0], v[1], v[2], v[3]);
+      if constexpr (Stream) __stcs(reinterpret_cast<float4*>(p), q);
+      else __stwb(reinterpret_cast<float4*>(p), q);
     } else {
-      reinterpret_cast<double2*>(p)[0] = make_double2(v[0], v[1]);
-      reinterpret_cast<double2*>(p)[1] = make_double2(v[2], v[3]);
-    }
-    return;
-  }
-#pragma unroll
-  for (int q = 0; q < 4; ++q)
-    if (q < valid) p[q] = v[q];
-}
-
-// store4 for output no kernel reads again: a streaming 16-byte store where
-// all four are there and aligned (as an intrinsic, which the compiler cannot
-// split into four scalar stores, as it did with store4's).
-template <class T>
-__device__ __forceinline__ void store4_stream(T* __restrict__ p, int valid, const T v[4]) {
-  if (valid == 4 && (reinterpret_cast<std::uintptr_t>(p) & 15) == 0) {
-    if constexpr (sizeof(T) == 4) {
-      __stcs(reinterpret_cast<float4*>(p), make_float4(v[0], v[1], v[2], v[3]));
-    } else {
-      __stcs(reinterpret_cast<double2*>(p), make_double2(v[0], v[1]));
-      __stcs(reinterpret_cast<double2*>(p) + 1, make_double2(v[2], v[3]));
+      const double2 a = make_double2(v[0], v[1]), b = make_double2(v[2], v[3]);
+      if constexpr (Stream) __stcs(reinterpret_cast<double2*>(p), a), __stcs(reinterpret_cast<double2*>(p) + 1, b);
+      else __stwb(reinterpret_cast<double2*>(p), a), __stwb(reinterpret_cast<double2*>(p) + 1, b);
     }
     return;
   }
@@ -584,6 +572,19 @@ __device__ __forceinline__ ChunkScan<R> scan_counts(const int (&cnt)[R]) {
   }
   return cs;
 }
+// Lane 0 of each warp: its NB blocks' mid-bytes, their C chunks' sums.
+template <int C, int NB, int R>
+__device__ __forceinline__ void put_block_mids(const ChunkScan<R>& chunks, std::uint32_t* mid) {
+  if ((threadIdx.x & 31) != 0) return;
+  const int w = threadIdx.x >> 5;
+#pragma unroll
+  for (int j = 0; j < NB; ++j) {
+    std::uint32_t block_mid = 0;
+#pragma unroll
+    for (int r = j * C; r < j * C + C; ++r) block_mid += static_cast<std::uint32_t>(chunks.sum_of(r));
+    mid[w * NB + j] = block_mid;
+  }
+}
 // fmin / fmax (one instruction): where they differ from the compares (a NaN,
 // the sign of a zero) the block is verbatim or szx::block_head makes its ends
 // canonical, so the bytes do not change.
@@ -775,17 +776,9 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       sh.med[w * NB + j] = med;
     }
   }
-  // Each chunk's lane prefixes and sum (a block's mid-bytes add its chunks').
+  // Each chunk's lane offsets and sum (a block's mid-bytes add its chunks').
   const ChunkScan<R> chunks = scan_counts<R>(cnt);
-  if (lane == 0) {
-#pragma unroll
-    for (int j = 0; j < NB; ++j) {
-      std::uint32_t block_mid = 0;
-#pragma unroll
-      for (int r = j * C; r < j * C + C; ++r) block_mid += static_cast<std::uint32_t>(chunks.sum_of(r));
-      sh.mid[w * NB + j] = block_mid;
-    }
-  }
+  put_block_mids<C, NB>(chunks, sh.mid);
   __syncthreads();
   GroupScan cs{}, ms{};
   if (w == 0) {
@@ -834,7 +827,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
           }
         }
         if (buf != 0) or_to(at, static_cast<U>(buf));
-      } else {
+      } else {  // doubles: each value's bytes ORed into the one or two words they touch
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           const int l = (acc[r] >> (6 - 2 * q)) & 3;
@@ -1161,7 +1154,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
   }
   // The group's mid-bytes into shared memory as stored (aligned words), by
   // asynchronous copies that hold no registers and do not stall the thread,
-  // which goes on to the leading codes meanwhile.
+  // which counts the blocks' mid-bytes meanwhile (loading them by registers
+  // before the counts spilled).
   const std::uint64_t mo = sh.mid_before;
   const int s0 = static_cast<int>(mo & (S - 1));
   {
@@ -1201,17 +1195,9 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
       }
     }
   }
-  // Each chunk's lane prefixes and sum (a block's mid-bytes add its chunks').
+  // Each chunk's lane offsets and sum (a block's mid-bytes add its chunks').
   const ChunkScan<R> chunks = scan_counts<R>(cnt);
-  if (lane == 0) {
-#pragma unroll
-    for (int j = 0; j < NB; ++j) {
-      std::uint32_t block_mid = 0;
-#pragma unroll
-      for (int r = j * C; r < j * C + C; ++r) block_mid += static_cast<std::uint32_t>(chunks.sum_of(r));
-      sh.mid[w * NB + j] = block_mid;
-    }
-  }
+  put_block_mids<C, NB>(chunks, sh.mid);
   __pipeline_wait_prior(0);
   __syncthreads();
   if (w == 0) {
@@ -1241,7 +1227,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
 #pragma unroll
           for (int q = 0; q < 4; ++q) x[q] = vo + i0 + q < verb_size ? verb[vo + i0 + q] : T(0);
         }
-        store4_stream(dst + i0, vc, x);
+        store4<T, true>(dst + i0, vc, x);
       }
       continue;
     }
@@ -1250,7 +1236,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         const T x[4] = {m, m, m, m};
-        store4_stream(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
+        store4<T, true>(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
       }
       continue;
     }
@@ -1295,7 +1281,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
         prev = (prev & keep[q]) | x[q];
         y[q] = szx::value_of<T>(prev, m, shift);
       }
-      store4_stream(dst + (r % C) * kChunk + 4 * lane, vr, y);
+      store4<T, true>(dst + (r % C) * kChunk + 4 * lane, vr, y);
       carry = __shfl_sync(warp::kFull, prev, 31);
     }
   }
