@@ -605,7 +605,7 @@ struct Shape {
   static constexpr int R = C * NB;  // chunks a warp holds (4 values a lane each)
   static constexpr std::uint32_t kBlock = kChunk * C, kLeadPerBlock = kBlock / 4;
   static constexpr int kBlocks = kWarps * NB;  // a group's blocks, at most 32 (one lane of warp 0 each)
-  static constexpr int kStage = kWarps * R * int(kChunk) + 16 / S;  // a group's mid-bytes (<= its input) in U words, + 16 B
+  static constexpr int kStage = kWarps * R * int(kChunk) + 32 / S;  // a group's mid-bytes (<= its input) in U words, + 32 B
   static_assert(kBlocks <= 32, "a lane per block");
 };
 
@@ -896,27 +896,38 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       }
     }
   }
-  // The staged mid-bytes, shifted to the output's word alignment: output
-  // word k holds staged bytes [k S - s0, k S - s0 + S).
+  // The staged mid-bytes to the payload's [mo, mo + total), 16 bytes a
+  // thread: a 16-byte store where all 16 are the group's and the payload is
+  // aligned, bytes at the two ends (shared with the neighbouring groups).
+  // Output bytes [16 c, 16 c + 16) from the 16-aligned base are staged bytes
+  // from 16 c - s: staged words from 4 c - s / 4, shifted by s % 4 bytes
+  // (the stage read as 32-bit words: the same bytes for either S).
   const std::uint64_t mo = sh.mid_before, total = sh.mid_total;
   if (total == 0) return;
   if (mo + total > cap) {
     if (threadIdx.x == 0) atomicOr(&result->status, kOverflow);
     return;
   }
-  const int s0 = static_cast<int>(mo & (S - 1));
-  U* const a = reinterpret_cast<U*>(payload + (mo - s0));
-  const int words = static_cast<int>((s0 + total + S - 1) / S);
-  for (int k = threadIdx.x; k < words; k += kThreads) {
-    const U hi = stage[k], lo = k > 0 ? stage[k - 1] : U(0);
-    const U x = s0 ? static_cast<U>((lo >> (8 * (S - s0))) | (hi << (8 * s0))) : hi;
-    if (k * S >= s0 && std::uint64_t(k * S + S) <= s0 + total) {
-      a[k] = x;
-    } else {  // a word shared with the neighbouring group: its bytes only
-      std::uint8_t* const ab = reinterpret_cast<std::uint8_t*>(a + k);
+  const std::uint32_t* const st = reinterpret_cast<const std::uint32_t*>(stage);
+  const int s = static_cast<int>(mo & 15), sw = s >> 2, sb = 8 * (s & 3);
+  std::uint8_t* const base = payload + (mo - s);
+  const bool vec = (reinterpret_cast<std::uintptr_t>(base) & 15) == 0;
+  const int pieces = static_cast<int>((s + total + 15) / 16);
+  for (int c = threadIdx.x; c < pieces; c += kThreads) {
+    std::uint32_t x[4];
 #pragma unroll
-      for (int i = 0; i < S; ++i)
-        if (k * S + i >= s0 && std::uint64_t(k * S + i) < s0 + total) ab[i] = static_cast<std::uint8_t>(x >> (8 * i));
+    for (int i = 0; i < 4; ++i) {
+      const int q = 4 * c + i - sw;
+      x[i] = __funnelshift_rc(q >= 1 ? st[q - 1] : 0u, q >= 0 ? st[q] : 0u, 32 - sb);
+    }
+    const int b0 = 16 * c;
+    if (vec && b0 >= s && std::uint64_t(b0 + 16) <= s + total) {
+      __stcs(reinterpret_cast<uint4*>(base + b0), make_uint4(x[0], x[1], x[2], x[3]));
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        if (b0 + i >= s && std::uint64_t(b0 + i) < s + total)
+          base[b0 + i] = static_cast<std::uint8_t>(x[i / 4] >> (8 * (i % 4)));
     }
   }
 }
