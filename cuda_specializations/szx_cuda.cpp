@@ -1019,7 +1019,8 @@ __global__ void __launch_bounds__(kThreads)
 
 // Mid-bytes of a coded block of len values from its leading codes (what
 // decode_kernel's counts add up to); bad when a code claims more leading
-// bytes than the block's codes have. Codes past lead_size count as 0, as there.
+// bytes than the block's codes have (the count then stops at 0 instead of
+// wrapping). Codes past lead_size count as 0, as there.
 __device__ __forceinline__ std::uint32_t block_mid_bytes(const std::uint8_t* __restrict__ lead, std::uint64_t at,
                                                          std::uint64_t lead_size, std::uint32_t len,
                                                          std::uint8_t kind, bool& bad) {
@@ -1027,6 +1028,7 @@ __device__ __forceinline__ std::uint32_t block_mid_bytes(const std::uint8_t* __r
   std::uint32_t sum = 0;  // of the leading codes
   const std::uint32_t nlead = (len + 3) / 4;
   const bool whole = at + nlead <= lead_size && len % 4 == 0;
+  const std::uint32_t most = len * static_cast<std::uint32_t>(nbytes);
   const auto add = [&](std::uint32_t x) {  // up to 16 codes
     sum += __popc(x & 0x55555555u) + 2 * __popc(x & 0xAAAAAAAAu);
     if (nbytes < 3) bad = bad || (x & (x >> 1) & 0x55555555u) != 0;  // a code 3 > nbytes = 2
@@ -1036,12 +1038,12 @@ __device__ __forceinline__ std::uint32_t block_mid_bytes(const std::uint8_t* __r
       const uint4 x = reinterpret_cast<const uint4*>(lead + at)[i];
       add(x.x), add(x.y), add(x.z), add(x.w);
     }
-    return len * static_cast<std::uint32_t>(nbytes) - sum;
+    return sum < most ? most - sum : 0;
   }
   if (whole && (reinterpret_cast<std::uintptr_t>(lead + at) & 3) == 0) {
     for (std::uint32_t i = 0; i < nlead / 4; ++i) add(reinterpret_cast<const std::uint32_t*>(lead + at)[i]);
     for (std::uint32_t i = nlead / 4 * 4; i < nlead; ++i) add(lead[at + i]);  // 4 codes
-    return len * static_cast<std::uint32_t>(nbytes) - sum;
+    return sum < most ? most - sum : 0;
   }
   // Elsewhere (a partial or misaligned block, or one past the segment's end)
   // the portable count, reading zeros past lead_size.

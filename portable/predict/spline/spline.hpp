@@ -1346,6 +1346,14 @@ KOKKOS_INLINE_FUNCTION std::int32_t anchor_step(const C& codes, const Q& qv, std
   const std::int32_t code = codes(i);
   return code == 0 ? static_cast<std::int32_t>(qv(i)) : code - rad;
 }
+// Where the chain restarts (a verbatim anchor): that value's own
+// pre-quantized q (0 if none).
+template <class T>
+KOKKOS_INLINE_FUNCTION std::uint32_t verbatim_q(T v, const quantize::QuantParams& q_p) {
+  std::int32_t q;
+  quantize::prequantize<T>(v, q_p, q);
+  return static_cast<std::uint32_t>(q);
+}
 
 template <class ExecSpace, class T, class C, class Q>
 void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const quantize::QuantParams& qp,
@@ -1371,10 +1379,8 @@ void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const qu
             const std::uint64_t i = base + j * a.Sx;
             if (codes(i) == 0) Kokkos::atomic_add(&zeros(), std::uint64_t(1));
             const std::int32_t d = anchor_step(codes, qv, rad, i);
-            if (d == kVerbatim) {  // the chain continues from the value's own q (0 if none)
-              std::int32_t q;
-              quantize::prequantize<T>(out(i), q_p, q);
-              prev = static_cast<std::uint32_t>(q);
+            if (d == kVerbatim) {
+              prev = verbatim_q(out(i), q_p);
             } else {
               prev += static_cast<std::uint32_t>(d);
               out(i) = quantize::reconstruct<T>(static_cast<std::int32_t>(prev), q_p.step);
@@ -1395,10 +1401,8 @@ void decompress_anchors(const ExecSpace& space, const Anchors& anchors, const qu
         for (std::uint64_t m = j; m-- > 0;) {
           const std::uint64_t im = base + m * a.Sx;
           d = anchor_step(codes, qv, rad, im);
-          if (d == kVerbatim) {  // the chain continues from the value's own q (0 if none)
-            std::int32_t q;
-            quantize::prequantize<T>(out(im), q_p, q);
-            prev += static_cast<std::uint32_t>(q);
+          if (d == kVerbatim) {
+            prev += verbatim_q(out(im), q_p);
             break;
           }
           prev += static_cast<std::uint32_t>(d);
@@ -1595,12 +1599,6 @@ struct alignas(8) CodeQuad {
   std::uint16_t v[4];
 };
 
-// The finest level's pass along x (odd x) after the passes ahead of it on
-// the even-x grid: a thread takes the quad [x, x + 4) of a row (x a multiple
-// of 4); its odd values are the pass's points, predicted as predict_from
-// would from the even ones at x - 2 .. x + 6, the grid's points g - 1 .. g +
-// 3 (g = e / 2, e the quad's index). It stores the quad's reconstructions
-// (the grid's two and its own) and codes whole.
 // The finest level's pass along x by quads of its rows (x a multiple of 4,
 // first[1] = first[2] = 0): iteration t's quad at e in the field, g = e / 2
 // on the even-x grid, and the stencils of its points x + 1 and x + 3 from
@@ -1625,6 +1623,19 @@ struct EvenQuads {
     lo.w = where(1u, nx, x + 1);
     hi.w = where(1u, nx, x + 3);
   }
+  // Both: iteration t's quad index e, its points' stencils from the grid v,
+  // and the quad's even values (the grid's at e / 2, e / 2 + 1) in q.
+  template <class T, class V>
+  KOKKOS_INLINE_FUNCTION std::uint32_t quad(std::uint32_t t, const V& v, Stencil<T>& lo, Stencil<T>& hi,
+                                            Quad<T>& q) const {
+    std::uint32_t x, e;
+    bool more;
+    at(t, x, e, more);
+    stencils<T>(v, x, e / 2, more, lo, hi);
+    q.v[0] = lo.b;
+    q.v[2] = lo.c;
+    return e;
+  }
 };
 inline EvenQuads even_quads(const Pass& p) {
   EvenQuads w;
@@ -1638,38 +1649,33 @@ inline EvenQuads even_quads(const Pass& p) {
   return w;
 }
 
+// The finest level's pass along x (odd x) after the passes ahead of it on
+// the even-x grid: a thread takes the quad [x, x + 4) of a row (x a multiple
+// of 4); its odd values are the pass's points, predicted as predict_from
+// would from the even ones at x - 2 .. x + 6, the grid's points e / 2 - 1 ..
+// e / 2 + 3 (e the quad's index). It stores the quad's reconstructions (the
+// grid's two and its own) and codes whole.
 template <class ExecSpace, class T>
 void compress_from_even(const ExecSpace& space, const Pass& pass, double bound, std::uint32_t radius,
                         const CompressArrays<T, typename ExecSpace::memory_space>& arrays) {
   const Pass p = pass;
-  const EvenGrid<T, typename ExecSpace::memory_space> g2 = arrays.even;
-  const Kokkos::View<const T*, typename ExecSpace::memory_space> in = arrays.in;
-  const Kokkos::View<T*, typename ExecSpace::memory_space> r = arrays.r;
-  const Kokkos::View<std::uint16_t*, typename ExecSpace::memory_space> codes = arrays.codes;
-  const Kokkos::View<std::int32_t*, typename ExecSpace::memory_space> qv = arrays.qv;
-  const Kokkos::View<std::uint64_t, typename ExecSpace::memory_space> nverb = arrays.nverb;
+  const CompressArrays<T, typename ExecSpace::memory_space> a = arrays;
   const std::int32_t rad = static_cast<std::int32_t>(radius);
   const EvenQuads w = even_quads(p);
   Kokkos::parallel_for(
       "ksz::spline::compress_from_even", walk_policy(space, w.count), KOKKOS_LAMBDA(const std::uint64_t it) {
-        std::uint32_t x, e;
-        bool more;
-        w.at(static_cast<std::uint32_t>(it), x, e, more);
-        const std::uint32_t g = e / 2;
         Stencil<T> lo, hi;  // the points x + 1 and x + 3
-        w.stencils<T>(g2.r, x, g, more, lo, hi);
-        CodeQuad cq;
-        cq.v[0] = g2.codes(g);
-        cq.v[2] = g2.codes(g + 1);
         Quad<T> rq;
-        rq.v[0] = lo.b;
-        rq.v[2] = lo.c;
-        rq.v[1] =
-            code_value<T>(p, bound, rad, in(e + 1), predict_from(p.kind, lo), CodeSlot{&cq.v[1]}, qv, nverb, e + 1);
-        rq.v[3] =
-            code_value<T>(p, bound, rad, in(e + 3), predict_from(p.kind, hi), CodeSlot{&cq.v[3]}, qv, nverb, e + 3);
-        *reinterpret_cast<CodeQuad*>(&codes(e)) = cq;
-        if (!p.last) store_quad(&r(e), rq);
+        const std::uint32_t e = w.quad<T>(static_cast<std::uint32_t>(it), a.even.r, lo, hi, rq);
+        CodeQuad cq;
+        cq.v[0] = a.even.codes(e / 2);
+        cq.v[2] = a.even.codes(e / 2 + 1);
+        rq.v[1] = code_value<T>(p, bound, rad, a.in(e + 1), predict_from(p.kind, lo), CodeSlot{&cq.v[1]}, a.qv,
+                                a.nverb, e + 1);
+        rq.v[3] = code_value<T>(p, bound, rad, a.in(e + 3), predict_from(p.kind, hi), CodeSlot{&cq.v[3]}, a.qv,
+                                a.nverb, e + 3);
+        *reinterpret_cast<CodeQuad*>(&a.codes(e)) = cq;
+        if (!p.last) store_quad(&a.r(e), rq);
       });
 }
 // Whether compress_from_even can store whole quads into these arrays.
@@ -1714,15 +1720,10 @@ void decompress_from_even(const ExecSpace& space, const Pass& pass, std::uint32_
   const EvenQuads w = even_quads(pass);
   Kokkos::parallel_for(
       "ksz::spline::decompress_from_even", walk_policy(space, w.count), KOKKOS_LAMBDA(const std::uint64_t it) {
-        std::uint32_t x, e;
-        bool more;
-        w.at(static_cast<std::uint32_t>(it), x, e, more);
-        const std::int32_t code[2] = {dp.codes(e + 1), dp.codes(e + 3)};
         Stencil<T> lo, hi;  // the points x + 1 and x + 3
-        w.stencils<T>(ev, x, e / 2, more, lo, hi);
         Quad<T> rq;
-        rq.v[0] = lo.b;
-        rq.v[2] = lo.c;
+        const std::uint32_t e = w.quad<T>(static_cast<std::uint32_t>(it), ev, lo, hi, rq);
+        const std::int32_t code[2] = {dp.codes(e + 1), dp.codes(e + 3)};
         std::int32_t r;
         rq.v[1] = dp.residual(e + 1, code[0], r) ? dp.decoded(predict_from(dp.p.kind, lo), r) : dp.out(e + 1);
         rq.v[3] = dp.residual(e + 3, code[1], r) ? dp.decoded(predict_from(dp.p.kind, hi), r) : dp.out(e + 3);
