@@ -481,7 +481,6 @@ __device__ __forceinline__ std::uint64_t bswap(std::uint64_t x) {
 }
 __device__ __forceinline__ int clz(std::uint32_t x) { return __clz(static_cast<int>(x)); }
 __device__ __forceinline__ int clz(std::uint64_t x) { return __clzll(static_cast<long long>(x)); }
-__device__ __forceinline__ void or_to(std::uint32_t* p, std::uint32_t v) { atomicOr(p, v); }
 __device__ __forceinline__ void or_to(std::uint64_t* p, std::uint64_t v) {
   atomicOr(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
 }
@@ -596,6 +595,18 @@ struct MaxOp {
   __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
   __device__ double operator()(double a, double b) const { return fmax(a, b); }
 };
+
+// f(K) with a float block's mid-byte count K (1..4) a compile-time constant
+// (it is the same for every value of a block, so the warp takes one case).
+template <class F>
+__device__ __forceinline__ void with_nbytes(int nbytes, F&& f) {
+  switch (nbytes) {
+    case 1: f(std::integral_constant<int, 1>{}); break;
+    case 2: f(std::integral_constant<int, 2>{}); break;
+    case 3: f(std::integral_constant<int, 3>{}); break;
+    default: f(std::integral_constant<int, 4>{}); break;
+  }
+}
 
 // The shape of a group: C chunks of 128 values a block, NB blocks a warp.
 template <class T, int C, int NB>
@@ -793,41 +804,40 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     if (lane == 0) sh.mid_total = ms.sum;
   }
   __syncthreads();
-  // Stage the group's mid-bytes: each value's, most significant first, ORed
-  // into little-endian words at its byte (so byte-swapped).
+  // Stage the group's mid-bytes, each value's most significant first. Float:
+  // byte stores (no atomics, no buffer), the block's byte count a constant;
+  // double: each value's bytes ORed into the words they touch (the stage
+  // starts zeroed).
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
     const std::uint8_t kind = kind_of[j];
     if (!szx::is_coded(kind)) continue;
     const int nbytes = szx::bytes_of(kind);
     unsigned p0 = static_cast<unsigned>(sh.mid_off[w * NB + j]);  // unsigned: p / S a shift
+    if constexpr (S == 4) {
+      with_nbytes(nbytes, [&](auto nbc) {
+        constexpr int K = decltype(nbc)::value;
+        std::uint8_t* const st = reinterpret_cast<std::uint8_t*>(stage);
 #pragma unroll
-    for (int r = j * C; r < j * C + C; ++r) {
-      unsigned p = p0 + chunks.excl_of(r);
-      p0 += chunks.sum_of(r);
-      if constexpr (S == 4) {
-        // The lane's bytes go through a 64-bit buffer, a word out (ORed, as
-        // the first and last may be shared with the neighbouring lanes)
-        // whenever four are in.
-        U* at = stage + p / S;
-        int fill = static_cast<int>(p & (S - 1));
-        std::uint64_t buf = 0;
+        for (int r = j * C; r < j * C + C; ++r) {
+          int p = static_cast<int>(p0) + chunks.excl_of(r);
+          p0 += chunks.sum_of(r);
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int l = (acc[r] >> (6 - 2 * q)) & 3;
-          const int m = q < valid[r] ? nbytes - l : 0;
-          const U y = bswap<U>(__funnelshift_lc(0u, code[r][q], 32 - 8 * m));  // its low m bytes, reversed
-          buf |= static_cast<std::uint64_t>(y) << (8 * fill);
-          fill += m;
-          if (fill >= S) {
-            or_to(at, static_cast<U>(buf));
-            ++at;
-            buf >>= 32;
-            fill -= S;
+          for (int q = 0; q < 4; ++q) {
+            // Bytes l..K-1 of the code at p - l + k (a value past the block's end: none).
+            const int l = Full || q < valid[r] ? static_cast<int>((acc[r] >> (6 - 2 * q)) & 3) : K;
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+              if (k >= l) st[p - l + k] = static_cast<std::uint8_t>(code[r][q] >> (8 * (K - 1 - k)));
+            p += K - l;
           }
         }
-        if (buf != 0) or_to(at, static_cast<U>(buf));
-      } else {  // doubles: each value's bytes ORed into the one or two words they touch
+      });
+    } else {
+#pragma unroll
+      for (int r = j * C; r < j * C + C; ++r) {
+        unsigned p = p0 + chunks.excl_of(r);
+        p0 += chunks.sum_of(r);
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           const int l = (acc[r] >> (6 - 2 * q)) & 3;
@@ -943,8 +953,9 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
   __shared__ __align__(16) U stage[SH::kStage];
   __shared__ Shared<T, SH::kBlocks> sh;
   static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
-  for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
-    reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
+  if constexpr (sizeof(T) == 8)  // ORed into; float's bytes are stored, and the copy-out reads only those
+    for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
+      reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
   // The ticket and the bound by two warps, so that their latencies overlap
   // (the bound's reads of the range, by one thread, delayed every group's
   // start by as much as the ticket's atomic).
@@ -1132,22 +1143,25 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
   if (w == 0) {
     const std::uint64_t b = g * SH::kBlocks + lane;
     const bool mine = lane < SH::kBlocks && b < nb;
+    // Every load first, so that the seven warps at the barrier wait for one
+    // round trip, not three (the compiler kept them behind the scan).
+    // (Lanes 0 and 1 read the group's mid-byte place and total.)
+    const std::uint64_t before = ga.counts_before[g];
+    const std::uint64_t sums = lane == 0 ? ga.mids_before[g] : lane == 1 ? ga.mids[g] : 0;
     std::uint8_t k = mine ? kinds[b] : szx::kConstant;
     const T med = mine ? medians[b] : T(0);
     // group_counts_kernel reported a bad kind; read it as constant here too.
     if (!szx::valid_kind<T>(k)) k = szx::kConstant;
     const std::uint64_t c = counts_of(k), incl = warp::scan_inclusive(c);
-    const std::uint64_t cb = ga.counts_before[g] + incl - c;
+    const std::uint64_t cb = before + incl - c;
     if (lane < SH::kBlocks) {
       sh.kind[lane] = k;
       sh.med[lane] = med;
       sh.coded[lane] = cb >> kCountShift;
       sh.verb[lane] = cb & kCountMask;
     }
-    if (lane == 0) {
-      sh.mid_before = ga.mids_before[g];
-      sh.mid_total = ga.mids[g];
-    }
+    if (lane == 0) sh.mid_before = sums;
+    if (lane == 1) sh.mid_total = sums;
   }
   __syncthreads();
   // Leading codes (loads first), the group's mid-bytes, then each block's
