@@ -50,10 +50,10 @@ __device__ __forceinline__ void load4(const T* __restrict__ p, int valid, T v[4]
 // The valid values to p: 16-byte stores when all four are there and aligned,
 // by intrinsics (plain vector stores were split into four scalar stores by
 // the compiler, which merged them with the other branch's); Stream: output
-// no kernel reads again (evict first).
-template <class T, bool Stream = false>
+// no kernel reads again (evict first); Aligned: the caller knows p is.
+template <class T, bool Stream = false, bool Aligned = false>
 __device__ __forceinline__ void store4(T* __restrict__ p, int valid, const T v[4]) {
-  if (valid == 4 && (reinterpret_cast<std::uintptr_t>(p) & 15) == 0) {
+  if (valid == 4 && (Aligned || (reinterpret_cast<std::uintptr_t>(p) & 15) == 0)) {
     if constexpr (sizeof(T) == 4) {
       const float4 q = make_float4(v[0], v[1], v[2], v[3]);
       if constexpr (Stream) __stcs(reinterpret_cast<float4*>(p), q);
@@ -1123,21 +1123,41 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <class T, int C, int NB>
-__global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
-    decode_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
-                  const T* __restrict__ medians, const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
-                  const std::uint8_t* __restrict__ mid, std::uint64_t mid_size, const T* __restrict__ verb,
-                  std::uint64_t verb_size, T* __restrict__ out, unsigned long long* __restrict__ state) {
+// Mid-bytes of a lane's four values from their leading codes (acc, the lead
+// byte), nbytes each less the leading bytes; a code over nbytes (a hostile
+// stream: group_mids_kernel reports it) counts 0. All four valid: two
+// popcounts, unless nbytes < 3 lets a code exceed it.
+__device__ __forceinline__ int mid_bytes4(std::uint32_t acc, int nbytes, int valid) {
+  if (valid == 4) {
+    const bool over = nbytes == 1 ? (acc & 0xAAu) != 0 : nbytes == 2 && (acc & (acc >> 1) & 0x55u) != 0;
+    if (!over) return 4 * nbytes - (__popc(acc & 0x55u) + 2 * __popc(acc & 0xAAu));
+  }
+  int cnt = 0;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int l = (acc >> (6 - 2 * q)) & 3;
+    if (q < valid) cnt += l <= nbytes ? nbytes - l : 0;
+  }
+  return cnt;
+}
+
+// One group. Full: every block of the group is whole and the output 16-byte
+// aligned, so the `valid` counts are the constant 4 and fold away.
+template <class T, int C, int NB, bool Full>
+__device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups,
+                                             const std::uint8_t* __restrict__ kinds, const T* __restrict__ medians,
+                                             const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
+                                             const std::uint8_t* __restrict__ mid, std::uint64_t mid_size,
+                                             const T* __restrict__ verb, std::uint64_t verb_size,
+                                             T* __restrict__ out, unsigned long long* __restrict__ state,
+                                             typename Shape<T, C, NB>::U* __restrict__ stage,
+                                             Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
   constexpr int S = SH::S, R = SH::R;
   constexpr std::uint32_t kBlock = SH::kBlock;
-  __shared__ U stage[SH::kStage];
-  __shared__ Shared<T, SH::kBlocks> sh;
   const GroupArrays ga = group_arrays(state, ngroups);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const std::uint64_t g = blockIdx.x;
   // Kinds and medians (a lane of warp 0 per block), then block offsets; the
   // group's mid-bytes' place (group_mids_kernel's sum and its scan).
   if (w == 0) {
@@ -1177,23 +1197,34 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     const bool coded = szx::is_coded(sh.kind[t]);
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
-      valid[r] = valid_of((r % C) * kChunk + 4 * lane, len);
+      valid[r] = Full ? 4 : valid_of((r % C) * kChunk + 4 * lane, len);
       const std::uint64_t at = sh.coded[t] * SH::kLeadPerBlock + (r % C) * 32 + lane;
       acc[r] = coded && valid[r] > 0 && at < lead_size ? lead[at] : 0u;
     }
   }
-  // The group's mid-bytes into shared memory as stored (aligned words), by
-  // asynchronous copies that hold no registers and do not stall the thread,
-  // which counts the blocks' mid-bytes meanwhile (loading them by registers
-  // before the counts spilled).
+  // The group's mid-bytes into shared memory as stored, from the 16-byte
+  // boundary at or below them (words of S bytes where the buffer is not
+  // 16-byte aligned), by asynchronous copies that hold no registers and do
+  // not stall the thread, which counts the blocks' mid-bytes meanwhile
+  // (loading them by registers before the counts spilled).
   const std::uint64_t mo = sh.mid_before;
-  const int s0 = static_cast<int>(mo & (S - 1));
+  const bool v16 = (reinterpret_cast<std::uintptr_t>(mid) & 15) == 0;
+  const int s0 = static_cast<int>(mo & (v16 ? 15u : unsigned(S - 1)));
   {
     // At most the stage: a hostile stream's sums can be anything (its bad
     // codes are reported).
     const std::uint64_t a = mo - s0, want = (s0 + sh.mid_total + S - 1) / S;
     const int words = static_cast<int>(want < std::uint64_t(SH::kStage) ? want : SH::kStage);
-    if (a + std::uint64_t(S) * words <= mid_size) {
+    constexpr int kPieceWords = 16 / S, kMaxPieces = SH::kStage / kPieceWords;
+    const std::uint64_t want16 = (want + kPieceWords - 1) / kPieceWords;
+    const int pieces = static_cast<int>(want16 < std::uint64_t(kMaxPieces) ? want16 : kMaxPieces);
+    if (v16 && a + 16 * std::uint64_t(pieces) <= mid_size) {
+      const uint4* const src = reinterpret_cast<const uint4*>(mid + a);
+#pragma unroll 1
+      for (int k = threadIdx.x; k < pieces; k += kThreads)
+        __pipeline_memcpy_async(reinterpret_cast<uint4*>(stage) + k, src + k, 16);
+      __pipeline_commit();
+    } else if (a + std::uint64_t(S) * words <= mid_size) {
       const U* const src = reinterpret_cast<const U*>(mid + a);
 #pragma unroll 1
       for (int k = threadIdx.x; k < words; k += kThreads) __pipeline_memcpy_async(stage + k, src + k, S);
@@ -1215,15 +1246,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     const bool coded = szx::is_coded(kind);
     const int nbytes = coded ? szx::bytes_of(kind) : 0;
 #pragma unroll
-    for (int r = j * C; r < j * C + C; ++r) {
-      cnt[r] = 0;
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int l = (acc[r] >> (6 - 2 * q)) & 3;
-        // group_mids_kernel reports l > nbytes.
-        if (coded && q < valid[r]) cnt[r] += l <= nbytes ? nbytes - l : 0;
-      }
-    }
+    for (int r = j * C; r < j * C + C; ++r) cnt[r] = coded ? mid_bytes4(acc[r], nbytes, valid[r]) : 0;
   }
   // Each chunk's lane offsets and sum (a block's mid-bytes add its chunks').
   const ChunkScan<R> chunks = scan_counts<R>(cnt);
@@ -1257,7 +1280,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
 #pragma unroll
           for (int q = 0; q < 4; ++q) x[q] = vo + i0 + q < verb_size ? verb[vo + i0 + q] : T(0);
         }
-        store4<T, true>(dst + i0, vc, x);
+        store4<T, true, Full>(dst + i0, vc, x);
       }
       continue;
     }
@@ -1266,7 +1289,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
 #pragma unroll
       for (int c = 0; c < C; ++c) {
         const T x[4] = {m, m, m, m};
-        store4<T, true>(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
+        store4<T, true, Full>(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
       }
       continue;
     }
@@ -1311,10 +1334,31 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
         prev = (prev & keep[q]) | x[q];
         y[q] = szx::value_of<T>(prev, m, shift);
       }
-      store4<T, true>(dst + (r % C) * kChunk + 4 * lane, vr, y);
+      store4<T, true, Full>(dst + (r % C) * kChunk + 4 * lane, vr, y);
       carry = __shfl_sync(warp::kFull, prev, 31);
     }
   }
+}
+
+template <class T, int C, int NB>
+__global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
+    decode_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
+                  const T* __restrict__ medians, const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
+                  const std::uint8_t* __restrict__ mid, std::uint64_t mid_size, const T* __restrict__ verb,
+                  std::uint64_t verb_size, T* __restrict__ out, unsigned long long* __restrict__ state) {
+  using SH = Shape<T, C, NB>;
+  using U = typename SH::U;
+  __shared__ __align__(16) U stage[SH::kStage];
+  __shared__ Shared<T, SH::kBlocks> sh;
+  static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte copies");
+  const std::uint64_t g = blockIdx.x;
+  const bool full = (g + 1) * SH::kBlocks * SH::kBlock <= n && (reinterpret_cast<std::uintptr_t>(out) & 15) == 0;
+  if (full)
+    decode_group<T, C, NB, true>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
+                                 out, state, stage, sh, g);
+  else
+    decode_group<T, C, NB, false>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
+                                  out, state, stage, sh, g);
 }
 
 // (C, NB) for a block size; C = 0 when the one-pass kernels do not take it.
