@@ -1340,6 +1340,22 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
   }
 }
 
+// The group with partial blocks (the last), out of line: inlined, its
+// register needs made the Full path spill.
+template <class T, int C, int NB>
+__device__ __noinline__ void decode_partial_group(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups,
+                                                  const std::uint8_t* __restrict__ kinds,
+                                                  const T* __restrict__ medians, const std::uint8_t* __restrict__ lead,
+                                                  std::uint64_t lead_size, const std::uint8_t* __restrict__ mid,
+                                                  std::uint64_t mid_size, const T* __restrict__ verb,
+                                                  std::uint64_t verb_size, T* __restrict__ out,
+                                                  unsigned long long* __restrict__ state,
+                                                  typename Shape<T, C, NB>::U* __restrict__ stage,
+                                                  Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
+  decode_group<T, C, NB, false>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size, out,
+                                state, stage, sh, g);
+}
+
 template <class T, int C, int NB>
 __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     decode_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
@@ -1357,8 +1373,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     decode_group<T, C, NB, true>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
                                  out, state, stage, sh, g);
   else
-    decode_group<T, C, NB, false>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
-                                  out, state, stage, sh, g);
+    decode_partial_group<T, C, NB>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
+                                   out, state, stage, sh, g);
 }
 
 // (C, NB) for a block size; C = 0 when the one-pass kernels do not take it.
