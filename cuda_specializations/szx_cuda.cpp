@@ -645,10 +645,10 @@ __device__ __forceinline__ void put_totals(Result* r, std::uint8_t lk, std::uint
   r->mid = mid;
 }
 
-// Groups resident on an SM: four (64 registers) hide the look-back's latency
-// better than three with no register limit; the decoder, which waits at more
-// barriers, takes five (48 registers).
-constexpr int kOnePassBlocksPerSm = 4, kOnePassDecodeBlocksPerSm = 5;
+// Groups resident on an SM: five (48 registers) for both kernels. The
+// compressor's five spill 12 bytes (float) and still beat four (64 registers)
+// once its partial group is out of line (with it inlined, five spilled 136).
+constexpr int kOnePassBlocksPerSm = 5, kOnePassDecodeBlocksPerSm = 5;
 
 // One group. Full: every block of the group is whole and the input 16-byte
 // aligned, so the `valid` counts are the constant 4 and fold away.
@@ -942,6 +942,19 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   }
 }
 
+// The group with partial blocks (the last), out of line: inlined, its
+// register needs constrain the Full path's.
+template <class T, int C, int NB>
+__device__ __noinline__ void compress_partial_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
+                                                    std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
+                                                    T* __restrict__ medians, std::uint8_t* __restrict__ lead,
+                                                    std::uint8_t* __restrict__ payload, std::uint64_t cap,
+                                                    unsigned long long* __restrict__ state,
+                                                    typename Shape<T, C, NB>::U* __restrict__ stage,
+                                                    Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
+  compress_group<T, C, NB, false>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state, stage, sh, g);
+}
+
 template <class T, int C, int NB>
 __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double bound,
@@ -977,8 +990,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     compress_group<T, C, NB, true>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state, stage,
                                    sh, g);
   else
-    compress_group<T, C, NB, false>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state,
-                                    stage, sh, g);
+    compress_partial_group<T, C, NB>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state, stage, sh, g);
 }
 
 // Decoding finds each group's offsets (its blocks before it by kind, its
