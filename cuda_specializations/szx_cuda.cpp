@@ -646,8 +646,9 @@ __device__ __forceinline__ void put_totals(Result* r, std::uint8_t lk, std::uint
 }
 
 // Groups resident on an SM: five (48 registers) for both kernels. The
-// compressor's five spill 12 bytes (float) and still beat four (64 registers)
-// once its partial group is out of line (with it inlined, five spilled 136).
+// compressor's five spill 12 bytes (float; 20 double) and still beat four
+// (64 registers) once its partial group is out of line (with it inlined, five
+// spilled 136); six (40 registers) spill more and are slower in both.
 constexpr int kOnePassBlocksPerSm = 5, kOnePassDecodeBlocksPerSm = 5;
 
 // One group. Full: every block of the group is whole and the input 16-byte
