@@ -618,6 +618,11 @@ struct Shape {
   static constexpr int kBlocks = kWarps * NB;  // a group's blocks, at most 32 (one lane of warp 0 each)
   static constexpr int kStage = kWarps * R * int(kChunk) + 32 / S;  // a group's mid-bytes (<= its input) in U words, + 32 B
   static_assert(kBlocks <= 32, "a lane per block");
+  // Whether every block of group g is whole and p (the kernel's values) 16-byte
+  // aligned: the kernels' Full path.
+  __device__ static bool full(std::uint64_t g, std::uint64_t n, const void* p) {
+    return (g + 1) * kBlocks * kBlock <= n && (reinterpret_cast<std::uintptr_t>(p) & 15) == 0;
+  }
 };
 
 template <class T, int NBLK>
@@ -986,8 +991,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     r->bound = sh.e;
     if (range) r->mn = range[0], r->mx = range[1];
   }
-  const bool full = (g + 1) * SH::kBlocks * SH::kBlock <= n && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0;
-  if (full)
+  if (SH::full(g, n, in))
     compress_group<T, C, NB, true>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state, stage,
                                    sh, g);
   else
@@ -1041,6 +1045,16 @@ __global__ void __launch_bounds__(kThreads)
     if (base + j < count) out[base + j] = p, p += v[j];
 }
 
+// Leading codes packed 2 bits a value in x: their sum, and whether one claims
+// more leading bytes than a value of nbytes has (a kind's nbytes is at least
+// 2, its sign and exponent, so only a code 3 can, where nbytes is 2).
+__device__ __forceinline__ std::uint32_t code_sum(std::uint32_t x) {
+  return __popc(x & 0x55555555u) + 2 * __popc(x & 0xAAAAAAAAu);
+}
+__device__ __forceinline__ bool code_over(std::uint32_t x, int nbytes) {
+  return nbytes < 3 && (x & (x >> 1) & 0x55555555u) != 0;
+}
+
 // Mid-bytes of a coded block of len values from its leading codes (what
 // decode_kernel's counts add up to); bad when a code claims more leading
 // bytes than the block's codes have (the count then stops at 0 instead of
@@ -1054,8 +1068,8 @@ __device__ __forceinline__ std::uint32_t block_mid_bytes(const std::uint8_t* __r
   const bool whole = at + nlead <= lead_size && len % 4 == 0;
   const std::uint32_t most = len * static_cast<std::uint32_t>(nbytes);
   const auto add = [&](std::uint32_t x) {  // up to 16 codes
-    sum += __popc(x & 0x55555555u) + 2 * __popc(x & 0xAAAAAAAAu);
-    if (nbytes < 3) bad = bad || (x & (x >> 1) & 0x55555555u) != 0;  // a code 3 > nbytes = 2
+    sum += code_sum(x);
+    bad = bad || code_over(x, nbytes);
   };
   if (whole && nlead % 16 == 0 && (reinterpret_cast<std::uintptr_t>(lead + at) & 15) == 0) {
     for (std::uint32_t i = 0; i < nlead / 16; ++i) {  // 64 codes a load
@@ -1138,13 +1152,10 @@ __global__ void __launch_bounds__(kThreads)
 
 // Mid-bytes of a lane's four values from their leading codes (acc, the lead
 // byte), nbytes each less the leading bytes; a code over nbytes (a hostile
-// stream: group_mids_kernel reports it) counts 0. All four valid: two
-// popcounts, unless nbytes < 3 lets a code exceed it.
+// stream: group_mids_kernel reports it) counts 0. All four valid and none
+// over: the codes' sum (code_sum).
 __device__ __forceinline__ int mid_bytes4(std::uint32_t acc, int nbytes, int valid) {
-  if (valid == 4) {
-    const bool over = nbytes == 1 ? (acc & 0xAAu) != 0 : nbytes == 2 && (acc & (acc >> 1) & 0x55u) != 0;
-    if (!over) return 4 * nbytes - (__popc(acc & 0x55u) + 2 * __popc(acc & 0xAAu));
-  }
+  if (valid == 4 && !code_over(acc, nbytes)) return 4 * nbytes - static_cast<int>(code_sum(acc));
   int cnt = 0;
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
@@ -1242,7 +1253,7 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
 #pragma unroll 1
       for (int k = threadIdx.x; k < words; k += kThreads) __pipeline_memcpy_async(stage + k, src + k, S);
       __pipeline_commit();
-    } else {
+    } else {  // the segment's end: bytes, reading zeros past it
       for (int k = threadIdx.x; k < words; k += kThreads) {
         U x = 0;
         for (int i = S - 1; i >= 0; --i) {
@@ -1381,8 +1392,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
   __shared__ Shared<T, SH::kBlocks> sh;
   static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte copies");
   const std::uint64_t g = blockIdx.x;
-  const bool full = (g + 1) * SH::kBlocks * SH::kBlock <= n && (reinterpret_cast<std::uintptr_t>(out) & 15) == 0;
-  if (full)
+  if (SH::full(g, n, out))
     decode_group<T, C, NB, true>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
                                  out, state, stage, sh, g);
   else
