@@ -352,9 +352,9 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
                           std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
                           std::uint64_t payload_bytes, void* state, std::size_t state_bytes, SzxOffsets& totals,
                           bool& fits);
-// Decompression: each group's offsets from the kinds and leading codes (two
-// kernels and two scans), then one decoding kernel; every read bounded by its
-// segment's size. The caller checks what the stream claims against
+// Decompression: each group's offsets from the kinds and leading codes (one
+// cooperative kernel; false where the device cannot launch one), then one
+// decoding kernel; every read bounded by its segment's size. The caller checks what the stream claims against
 // totals (lead bytes, mid-bytes, verbatim values the kinds and codes imply)
 // and the two flags before using out.
 template <class T>
@@ -362,6 +362,9 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
                        const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
                        std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
                        std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes);
+// For tests: at most `ctas` CTAs for szx_decode_groups' offsets (0: as many
+// as are resident), so that a small field gives each thousands of groups.
+void szx_limit_offset_ctas(unsigned ctas);
 
 #endif  // KSZ_HAVE_CUDA
 

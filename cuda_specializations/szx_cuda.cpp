@@ -3,10 +3,12 @@
 // reductions and no per-block host work. See cuda_specializations.hpp for the
 // contract: same bytes as portable/predict/szx (its helpers are reused here,
 // so every float decision is the same expression).
+#include <cooperative_groups.h>
 #include <cuda_pipeline.h>
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -641,11 +643,16 @@ struct Shared {
 // Totals, written by the last group: `counts` packs all blocks' counts
 // (counts_of), lk is the last block's kind.
 template <class SH>
+__device__ __forceinline__ std::uint64_t lead_total_of(std::uint8_t lk, std::uint64_t n, std::uint64_t nb,
+                                                       std::uint64_t counts) {
+  const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
+  return (counts >> kCountShift) * SH::kLeadPerBlock - (szx::is_coded(lk) ? SH::kLeadPerBlock - (llen + 3) / 4 : 0);
+}
+template <class SH>
 __device__ __forceinline__ void put_totals(Result* r, std::uint8_t lk, std::uint64_t n, std::uint64_t nb,
                                            std::uint64_t counts, std::uint64_t mid) {
   const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
-  r->lead = (counts >> kCountShift) * SH::kLeadPerBlock -
-            (szx::is_coded(lk) ? SH::kLeadPerBlock - (llen + 3) / 4 : 0);
+  r->lead = lead_total_of<SH>(lk, n, nb, counts);
   r->verb = (counts & kCountMask) * SH::kBlock - (lk == szx::kVerbatim ? SH::kBlock - llen : 0);
   r->mid = mid;
 }
@@ -999,50 +1006,23 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
 }
 
 // Decoding finds each group's offsets (its blocks before it by kind, its
-// mid-bytes before it) from the kinds and leading codes alone first, then
-// decode_kernel decodes with them. One kernel did both with look-backs, and
-// its warps spent a third of their time at barriers while one of them
-// looked back.
-// After Result in the state buffer: the two scans' tickets and look-back
-// states (scan_words each, zeroed with Result), then four arrays of ngroups
-// words: each group's packed block counts (counts_of) and mid-bytes, then
-// their exclusive prefix sums (scan_kernel).
-constexpr int kScanTile = 8 * kThreads;  // words a tile of scan_kernel
-__host__ __device__ constexpr std::uint64_t scan_words(std::uint64_t count) {
-  return 1 + (count + kScanTile - 1) / kScanTile;  // the ticket, a state a tile
-}
+// mid-bytes before it) from the kinds and leading codes alone first
+// (offsets_kernel), then decode_kernel decodes with them. One kernel did both
+// with look-backs, and its warps spent a third of their time at barriers
+// while one of them looked back.
+// After Result in the state buffer: three arrays of kMaxOffsetCtas words
+// (offsets_kernel's runs' block counts, mid-bytes and status), then four of
+// ngroups words: each group's packed block counts (counts_of) and mid-bytes,
+// then their exclusive prefix sums. Nothing needs zeroing first.
+constexpr int kMaxOffsetCtas = 1024;
 struct GroupArrays {
-  unsigned long long *scan_counts, *scan_mids;  // ticket, then the tiles' states
+  unsigned long long *run_counts, *run_mids, *run_status;  // a word a CTA of offsets_kernel
   unsigned long long *counts, *mids, *counts_before, *mids_before;
 };
 __host__ __device__ __forceinline__ GroupArrays group_arrays(unsigned long long* state, std::uint64_t ngroups) {
   auto* const s = reinterpret_cast<unsigned long long*>(result_of(state, ngroups) + 1);
-  auto* const a = s + 2 * scan_words(ngroups);
-  return GroupArrays{s, s + scan_words(ngroups), a, a + ngroups, a + 2 * ngroups, a + 3 * ngroups};
-}
-
-// Exclusive prefix sums of count words (each sum below 2^62) in one launch:
-// tiles of kScanTile words taken by ticket, 8 consecutive words a thread, and
-// the tile's prefix by decoupled look-back (lookback::exclusive_across_tiles).
-// It replaced CUB's scans, whose host-side dispatch kept the GPU waiting
-// before the decode.
-__global__ void __launch_bounds__(kThreads)
-    scan_kernel(const unsigned long long* __restrict__ in, unsigned long long* __restrict__ out, std::uint64_t count,
-                unsigned long long* __restrict__ scan) {
-  __shared__ std::uint64_t tile;
-  if (threadIdx.x == 0) tile = atomicAdd(scan, 1ull);
-  __syncthreads();
-  const std::uint64_t t = tile, base = t * kScanTile + 8 * std::uint64_t(threadIdx.x);
-  std::uint64_t v[8], mine = 0;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    v[j] = base + j < count ? in[base + j] : 0;
-    mine += v[j];
-  }
-  std::uint64_t p = lookback::exclusive_across_tiles<kThreads>(scan + 1, t, mine);
-#pragma unroll
-  for (int j = 0; j < 8; ++j)
-    if (base + j < count) out[base + j] = p, p += v[j];
+  auto* const a = s + 3 * kMaxOffsetCtas;
+  return GroupArrays{s, s + kMaxOffsetCtas, s + 2 * kMaxOffsetCtas, a, a + ngroups, a + 2 * ngroups, a + 3 * ngroups};
 }
 
 // Leading codes packed 2 bits a value in x: their sum, and whether one claims
@@ -1055,104 +1035,191 @@ __device__ __forceinline__ bool code_over(std::uint32_t x, int nbytes) {
   return nbytes < 3 && (x & (x >> 1) & 0x55555555u) != 0;
 }
 
-// Mid-bytes of a coded block of len values from its leading codes (what
-// decode_kernel's counts add up to); bad when a code claims more leading
-// bytes than the block's codes have (the count then stops at 0 instead of
-// wrapping). Codes past lead_size count as 0, as there.
-__device__ __forceinline__ std::uint32_t block_mid_bytes(const std::uint8_t* __restrict__ lead, std::uint64_t at,
-                                                         std::uint64_t lead_size, std::uint32_t len,
-                                                         std::uint8_t kind, bool& bad) {
-  const int nbytes = szx::bytes_of(kind);
-  std::uint32_t sum = 0;  // of the leading codes
-  const std::uint32_t nlead = (len + 3) / 4;
-  const bool whole = at + nlead <= lead_size && len % 4 == 0;
-  const std::uint32_t most = len * static_cast<std::uint32_t>(nbytes);
-  const auto add = [&](std::uint32_t x) {  // up to 16 codes
-    sum += code_sum(x);
-    bad = bad || code_over(x, nbytes);
-  };
-  if (whole && nlead % 16 == 0 && (reinterpret_cast<std::uintptr_t>(lead + at) & 15) == 0) {
-    for (std::uint32_t i = 0; i < nlead / 16; ++i) {  // 64 codes a load
-      const uint4 x = reinterpret_cast<const uint4*>(lead + at)[i];
-      add(x.x), add(x.y), add(x.z), add(x.w);
-    }
-    return sum < most ? most - sum : 0;
-  }
-  if (whole && (reinterpret_cast<std::uintptr_t>(lead + at) & 3) == 0) {
-    for (std::uint32_t i = 0; i < nlead / 4; ++i) add(reinterpret_cast<const std::uint32_t*>(lead + at)[i]);
-    for (std::uint32_t i = nlead / 4 * 4; i < nlead; ++i) add(lead[at + i]);  // 4 codes
-    return sum < most ? most - sum : 0;
-  }
-  // Elsewhere (a partial or misaligned block, or one past the segment's end)
-  // the portable count, reading zeros past lead_size.
-  struct Bounded {
-    const std::uint8_t* p;
-    std::uint64_t size;
-    __device__ std::uint8_t operator()(std::uint64_t i) const { return i < size ? p[i] : std::uint8_t(0); }
-  };
-  std::uint64_t mid = 0;
-  bad = !szx::count_mid(Bounded{lead, lead_size}, at, len, kind, mid) || bad;
-  return static_cast<std::uint32_t>(mid);
+// The offsets in one cooperative launch: every CTA is resident, so the grid
+// waits on itself (grid.sync) instead of a kernel boundary or a look-back,
+// and no word needs zeroing first (the six calls before the decoder were one
+// memset and four launches, most of the stage's host time). CTA c takes a
+// run of consecutive groups:
+//  1. each group's packed block counts and its coded blocks' bytes (len times
+//     nbytes), eight kinds a thread;
+//  2. the runs' count sums, through the grid, give each run its place, and a
+//     block scan each group's;
+//  3. a group's mid-bytes are its bytes less the sum of its leading codes,
+//     which lie in one range that its place and the next group's bound: the
+//     CTA sums its run's codes in 16-byte pieces, a piece a thread at a time,
+//     near DRAM speed (11 us for the 33.5 MB of a 512^3 field's codes; a warp
+//     a group, waiting on each group's place in turn, took 15-17);
+//  4. the runs' mid-byte sums and a block scan as in 2.
+// A code over its value's nbytes (a hostile stream) is decode_kernel's to
+// report: it reads each code with its block's nbytes.
+constexpr int kRunWindow = 1024;  // groups of a run step 3 takes at once (its shared memory)
+__device__ __forceinline__ std::uint64_t cta_sum(std::uint64_t v) {  // of every thread's v
+  std::uint64_t total;
+  warp::block_scan<kThreads>(v, total);
+  return total;
 }
-
-// The offsets by reduce-then-scan (no look-back chain: one warp a group, in
-// any order): group_counts_kernel sums each group's packed block counts, a
-// scan makes them exclusive, group_mids_kernel then finds each block's
-// leading codes and sums the group's mid-bytes, and a second scan makes those
-// exclusive.
-template <class T, int C, int NB>
-__global__ void __launch_bounds__(kThreads)
-    group_counts_kernel(std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
-                        unsigned long long* __restrict__ state) {
-  using SH = Shape<T, C, NB>;
-  const std::uint64_t g = (std::uint64_t(blockIdx.x) * kThreads + threadIdx.x) / 32;
-  if (g >= ngroups) return;
-  const int lane = threadIdx.x & 31;
-  const std::uint64_t b = g * SH::kBlocks + lane;  // a lane per block
-  std::uint8_t k = lane < SH::kBlocks && b < nb ? kinds[b] : szx::kConstant;
-  if (!szx::valid_kind<T>(k)) {
-    atomicOr(&result_of(state, ngroups)->status, kBadKind);
-    k = szx::kConstant;
+// The sum of the runs before this CTA's, as the grid left them (L2).
+__device__ __forceinline__ std::uint64_t runs_before(const unsigned long long* __restrict__ runs) {
+  std::uint64_t v = 0;
+  for (unsigned i = threadIdx.x; i < blockIdx.x; i += kThreads) v += __ldcg(runs + i);
+  return cta_sum(v);
+}
+// out[g] = before + the run's values before g, for the run [g0, g1) of in.
+__device__ __forceinline__ void scan_run(const unsigned long long* __restrict__ in,
+                                         unsigned long long* __restrict__ out, std::uint64_t g0, std::uint64_t g1,
+                                         std::uint64_t before) {
+  for (std::uint64_t base = g0; base < g1; base += kThreads) {
+    const std::uint64_t g = base + threadIdx.x;
+    const std::uint64_t v = g < g1 ? in[g] : 0;
+    std::uint64_t total;
+    const std::uint64_t ex = warp::block_scan<kThreads>(v, total);
+    if (g < g1) out[g] = before + ex;
+    before += total;
   }
-  const std::uint64_t sum = warp::reduce_add(counts_of(k));
-  if (lane == 0) group_arrays(state, ngroups).counts[g] = sum;
+  __syncthreads();  // the run's places, for the CTA's warps
 }
 
 template <class T, int C, int NB>
 __global__ void __launch_bounds__(kThreads)
-    group_mids_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
-                      const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
-                      unsigned long long* __restrict__ state) {
+    offsets_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
+                   const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
+                   unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
-  const std::uint64_t g = (std::uint64_t(blockIdx.x) * kThreads + threadIdx.x) / 32;
-  if (g >= ngroups) return;
+  constexpr int kWords = SH::kBlocks / 8;  // 8-kind words a group: 1, 2 or 4
+  constexpr std::uint32_t kPiecesPerBlock = SH::kLeadPerBlock / 16;
+  static_assert(SH::kBlocks % 8 == 0 && SH::kLeadPerBlock % 16 == 0, "shapes");
+  __shared__ std::uint64_t first[kRunWindow + 1];  // the window's groups' first coded block
+  __shared__ unsigned codes[kRunWindow];           // and their codes' sums
+  const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   Result* const result = result_of(state, ngroups);
   const GroupArrays ga = group_arrays(state, ngroups);
-  const int lane = threadIdx.x & 31;
-  const std::uint64_t b = g * SH::kBlocks + lane;
-  std::uint8_t k = lane < SH::kBlocks && b < nb ? kinds[b] : szx::kConstant;
-  if (!szx::valid_kind<T>(k)) k = szx::kConstant;  // reported by group_counts_kernel
-  const std::uint64_t c = counts_of(k), incl = warp::scan_inclusive(c);
-  const std::uint64_t cb = ga.counts_before[g];
+  const std::uint64_t per = (ngroups + gridDim.x - 1) / gridDim.x;
+  const std::uint64_t g0 = std::min<std::uint64_t>(ngroups, per * blockIdx.x), g1 = std::min(ngroups, g0 + per);
+  const auto checked = [](std::uint8_t k, bool& bad) {  // an out-of-range kind reads as constant (reported)
+    const bool ok = szx::valid_kind<T>(k);
+    bad = bad || !ok;
+    return ok ? k : std::uint8_t(szx::kConstant);
+  };
+
+  // 1. Word i of the run holds blocks g0 * kBlocks + 8i.. (past nb:
+  // constant); a group's kWords words are adjacent threads. The bytes wait in
+  // ga.mids for step 3.
   bool bad = false;
-  std::uint32_t mid = 0;
-  if (szx::is_coded(k))
-    mid = block_mid_bytes(lead, ((cb + incl - c) >> kCountShift) * SH::kLeadPerBlock, lead_size,
-                          szx::block_len(b, n, SH::kBlock), k, bad);
-  if (__any_sync(warp::kFull, bad) && lane == 0) atomicOr(&result->status, kBadCode);
-  const std::uint64_t sum = warp::reduce_add(static_cast<std::uint64_t>(mid));
-  if (lane == 0) ga.mids[g] = sum;
-  if (g + 1 == ngroups) {  // the totals; decode_kernel's last group writes the mid-bytes'
-    const int last = static_cast<int>(nb - 1 - g * SH::kBlocks);
-    const std::uint8_t lk = static_cast<std::uint8_t>(__shfl_sync(warp::kFull, static_cast<int>(k), last));
-    const std::uint64_t counts = cb + __shfl_sync(warp::kFull, incl, 31);
-    if (lane == 0) put_totals<SH>(result, lk, n, nb, counts, 0);
+  std::uint64_t run = 0;
+  for (std::uint64_t base = 0; base < (g1 - g0) * kWords; base += kThreads) {
+    const std::uint64_t i = base + threadIdx.x, b0 = g0 * SH::kBlocks + 8 * i;
+    std::uint64_t c = 0, bytes = 0;
+    const auto add = [&](std::uint8_t k, std::uint64_t b) {
+      k = checked(k, bad);
+      c += counts_of(k);
+      if (szx::is_coded(k)) bytes += std::uint64_t(szx::block_len(b, n, SH::kBlock)) * szx::bytes_of(k);
+    };
+    if (i < (g1 - g0) * kWords) {
+      if (b0 + 8 <= nb && (reinterpret_cast<std::uintptr_t>(kinds + b0) & 7) == 0) {
+        const std::uint64_t x = *reinterpret_cast<const std::uint64_t*>(kinds + b0);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) add(static_cast<std::uint8_t>(x >> (8 * j)), b0 + j);
+      } else {
+        for (int j = 0; j < 8; ++j)
+          if (b0 + j < nb) add(kinds[b0 + j], b0 + j);
+      }
+    }
+#pragma unroll
+    for (int o = 1; o < kWords; o <<= 1) {
+      c += __shfl_xor_sync(warp::kFull, c, o);
+      bytes += __shfl_xor_sync(warp::kFull, bytes, o);
+    }
+    if (i < (g1 - g0) * kWords && i % kWords == 0) {
+      ga.counts[g0 + i / kWords] = c;
+      ga.mids[g0 + i / kWords] = bytes;
+      run += c;
+    }
+  }
+  const bool bad_kind = __syncthreads_or(bad);
+  run = cta_sum(run);
+  if (threadIdx.x == 0) ga.run_counts[blockIdx.x] = run, ga.run_status[blockIdx.x] = bad_kind ? kBadKind : 0;
+  grid.sync();
+
+  // 2.
+  const std::uint64_t counts_before = runs_before(ga.run_counts), run_end = counts_before + run;
+  scan_run(ga.counts, ga.counts_before, g0, g1, counts_before);
+  bool ignored = false;
+  const std::uint8_t last_kind = checked(kinds[nb - 1], ignored);
+  const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
+  if (g0 < g1 && g1 == ngroups && threadIdx.x == 0)  // the decoder's last group writes the mid-bytes' total
+    put_totals<SH>(result, last_kind, n, nb, run_end, 0);
+
+  // 3. A window of the run at a time: its groups' first coded blocks, then
+  // its codes from the first group's to where the next group's start (the
+  // run's last group: the run's end, or the lead total; the stream's last
+  // code byte holds only the last value's codes, the rest are not codes).
+  const bool last_cut = szx::is_coded(last_kind) && llen % 4 != 0;
+  const std::uint64_t lead_total = lead_total_of<SH>(last_kind, n, nb, run_end);
+  run = 0;
+  for (std::uint64_t w0 = g0; w0 < g1; w0 += kRunWindow) {
+    const std::uint64_t w1 = std::min<std::uint64_t>(g1, w0 + kRunWindow);
+    const int count = static_cast<int>(w1 - w0);
+    for (int i = threadIdx.x; i <= count; i += kThreads) {
+      first[i] = (w0 + i < g1 ? ga.counts_before[w0 + i] : run_end) >> kCountShift;
+      if (i < count) codes[i] = 0;
+    }
+    __syncthreads();
+    const bool end = w1 == ngroups;
+    const std::uint64_t from = first[0] * SH::kLeadPerBlock, to = end ? lead_total : first[count] * SH::kLeadPerBlock;
+    const std::uint64_t pieces = (to - from + 15) / 16;
+#pragma unroll 4
+    for (std::uint64_t p = threadIdx.x; p < pieces; p += kThreads) {
+      const std::uint64_t at = from + 16 * p;
+      uint4 x;
+      if (at + 16 <= to && at + 16 <= lead_size && !(last_cut && end && at + 16 == to) &&
+          (reinterpret_cast<std::uintptr_t>(lead + at) & 15) == 0) {
+        x = *reinterpret_cast<const uint4*>(lead + at);
+      } else {  // the stream's end, or the segment's (reading zeros past it)
+        std::uint32_t v[4] = {0, 0, 0, 0};
+        for (int i = 0; i < 16; ++i) {
+          const std::uint64_t a = at + i;
+          std::uint32_t byte = a < to && a < lead_size ? lead[a] : 0u;
+          if (last_cut && end && a + 1 == to) byte &= 0xffu << (8 - 2 * (llen % 4));
+          v[i / 4] |= byte << (8 * (i % 4));
+        }
+        x = make_uint4(v[0], v[1], v[2], v[3]);
+      }
+      // The piece's group: the last whose first coded block is at or below
+      // the piece's block.
+      const std::uint64_t blk = first[0] + p / kPiecesPerBlock;
+      int lo = 0, hi = count - 1;
+      while (lo < hi) {
+        const int m = (lo + hi + 1) / 2;
+        if (first[m] <= blk) lo = m;
+        else hi = m - 1;
+      }
+      atomicAdd(&codes[lo], code_sum(x.x) + code_sum(x.y) + code_sum(x.z) + code_sum(x.w));
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < count; i += kThreads) {
+      const std::uint64_t bytes = ga.mids[w0 + i], sum = bytes > codes[i] ? bytes - codes[i] : 0;
+      ga.mids[w0 + i] = sum;
+      run += sum;
+    }
+    __syncthreads();  // first and codes, for the next window
+  }
+  run = cta_sum(run);
+  if (threadIdx.x == 0) ga.run_mids[blockIdx.x] = run;
+  grid.sync();
+
+  // 4.
+  scan_run(ga.mids, ga.mids_before, g0, g1, runs_before(ga.run_mids));
+  if (blockIdx.x == 0) {  // the status: every run's bits (decode_kernel may add kBadCode)
+    bool any = false;
+    for (unsigned i = threadIdx.x; i < gridDim.x; i += kThreads) any = any || __ldcg(ga.run_status + i) != 0;
+    any = __syncthreads_or(any);
+    if (threadIdx.x == 0) result->status = any ? kBadKind : 0;
   }
 }
 
 // Mid-bytes of a lane's four values from their leading codes (acc, the lead
 // byte), nbytes each less the leading bytes; a code over nbytes (a hostile
-// stream: group_mids_kernel reports it) counts 0. All four valid and none
+// stream: decode_group reports it) counts 0. All four valid and none
 // over: the codes' sum (code_sum).
 __device__ __forceinline__ int mid_bytes4(std::uint32_t acc, int nbytes, int valid) {
   if (valid == 4 && !code_over(acc, nbytes)) return 4 * nbytes - static_cast<int>(code_sum(acc));
@@ -1183,7 +1250,7 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
   const GroupArrays ga = group_arrays(state, ngroups);
   const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
   // Kinds and medians (a lane of warp 0 per block), then block offsets; the
-  // group's mid-bytes' place (group_mids_kernel's sum and its scan).
+  // group's mid-bytes' place (offsets_kernel's sum and scan).
   if (w == 0) {
     const std::uint64_t b = g * SH::kBlocks + lane;
     const bool mine = lane < SH::kBlocks && b < nb;
@@ -1194,7 +1261,7 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
     const std::uint64_t sums = lane == 0 ? ga.mids_before[g] : lane == 1 ? ga.mids[g] : 0;
     std::uint8_t k = mine ? kinds[b] : szx::kConstant;
     const T med = mine ? medians[b] : T(0);
-    // group_counts_kernel reported a bad kind; read it as constant here too.
+    // offsets_kernel reported a bad kind; read it as constant here too.
     if (!szx::valid_kind<T>(k)) k = szx::kConstant;
     const std::uint64_t c = counts_of(k), incl = warp::scan_inclusive(c);
     const std::uint64_t cb = before + incl - c;
@@ -1264,14 +1331,21 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
       }
     }
   }
+  // (A code over its value's nbytes, only a 3 where nbytes is 2, makes the
+  // stream bad: reported here, where each code meets its block's nbytes.)
+  std::uint32_t over = 0;
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
     const std::uint8_t kind = sh.kind[w * NB + j];
     const bool coded = szx::is_coded(kind);
     const int nbytes = coded ? szx::bytes_of(kind) : 0;
 #pragma unroll
-    for (int r = j * C; r < j * C + C; ++r) cnt[r] = coded ? mid_bytes4(acc[r], nbytes, valid[r]) : 0;
+    for (int r = j * C; r < j * C + C; ++r) {
+      cnt[r] = coded ? mid_bytes4(acc[r], nbytes, valid[r]) : 0;
+      if (nbytes == 2) over |= acc[r] & (acc[r] >> 1) & (0xFF00u >> (2 * valid[r])) & 0x55u;
+    }
   }
+  if (__any_sync(warp::kFull, over != 0) && lane == 0) atomicOr(&result_of(state, ngroups)->status, kBadCode);
   // Each chunk's lane offsets and sum (a block's mid-bytes add its chunks').
   const ChunkScan<R> chunks = scan_counts<R>(cnt);
   put_block_mids<C, NB>(chunks, sh.mid);
@@ -1544,11 +1618,11 @@ struct OnePassGrid {
   int c = 0, nbw = 0;  // chunks a block, blocks a warp
   std::uint64_t nb = 0, ngroups = 0;
   // Look-back states (two arrays), the ticket, Result (onepass::result_of),
-  // then the decoder's scan states and GroupArrays.
+  // then the decoder's GroupArrays.
   std::size_t result_word() const { return onepass::result_word(ngroups); }
   std::size_t state_bytes() const {
     return c == 0 ? 0
-                  : result_word() * 8 + sizeof(onepass::Result) + (2 * onepass::scan_words(ngroups) + 4 * ngroups) * 8;
+                  : result_word() * 8 + sizeof(onepass::Result) + (3 * onepass::kMaxOffsetCtas + 4 * ngroups) * 8;
   }
 };
 template <class T>
@@ -1573,20 +1647,28 @@ void with_shape(const OnePassGrid& g, F&& f) {
   }
 }
 
-// The caller's state buffer with what must start zeroed zeroed on the stream:
-// the look-back states, ticket and Result for compression; for decoding
-// Result and the scans' tickets and states (its other words are all written
-// before they are read).
-unsigned long long* zeroed_state(cudaStream_t st, const OnePassGrid& g, void* state, std::size_t state_bytes,
-                                 bool lookback) {
+// The caller's state buffer, checked.
+unsigned long long* state_of(const OnePassGrid& g, void* state, std::size_t state_bytes) {
   KSZ_EXPECTS(state_bytes >= g.state_bytes() && reinterpret_cast<std::uintptr_t>(state) % 8 == 0,
               "SZx one-pass state buffer too small");
-  auto* const sp = static_cast<unsigned long long*>(state);
-  void* const from = lookback ? state : static_cast<void*>(onepass::result_of(sp, g.ngroups));
-  const std::size_t bytes = lookback ? g.result_word() * 8 + sizeof(onepass::Result)
-                                     : sizeof(onepass::Result) + 2 * onepass::scan_words(g.ngroups) * 8;
-  check(cudaMemsetAsync(from, 0, bytes, st), "szx state");
-  return sp;
+  return static_cast<unsigned long long*>(state);
+}
+
+// CTAs of a cooperative offsets_kernel: as many as are resident at once, at
+// most one a group, kMaxOffsetCtas and the tests' limit; 0 where the device
+// cannot launch cooperatively.
+std::atomic<unsigned> offset_ctas_limit{0};
+template <class Kernel>
+unsigned offset_ctas(Kernel kernel, std::uint64_t ngroups) {
+  static const bool cooperative = [] {
+    int dev = 0, v = 0;
+    return cudaGetDevice(&dev) == cudaSuccess &&
+           cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, dev) == cudaSuccess && v != 0;
+  }();
+  if (!cooperative) return 0;
+  auto most = std::min<std::uint64_t>(launch::resident_blocks(kernel, kThreads, 0), onepass::kMaxOffsetCtas);
+  if (const unsigned limit = offset_ctas_limit.load(std::memory_order_relaxed)) most = std::min<std::uint64_t>(most, limit);
+  return static_cast<unsigned>(std::min(most, ngroups));
 }
 
 // The kernel's totals and status, after it finished (one small copy into
@@ -1618,7 +1700,9 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   KSZ_EXPECTS(reinterpret_cast<std::uintptr_t>(payload) % 16 == 0 && payload_bytes % sizeof(T) == 0,
               "SZx payload buffer not aligned");
   const cudaStream_t st = space.cuda_stream();
-  unsigned long long* const sp = zeroed_state(st, g, state, state_bytes, true);
+  unsigned long long* const sp = state_of(g, state, state_bytes);
+  // The look-back states, the ticket and Result start zeroed.
+  check(cudaMemsetAsync(sp, 0, g.result_word() * 8 + sizeof(onepass::Result), st), "szx state");
   with_shape<T>(g, [&](auto c, auto nbw) {
     onepass::compress_kernel<T, decltype(c)::value, decltype(nbw)::value>
         <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound.bound, bound.range,
@@ -1641,27 +1725,37 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
   if (g.c == 0) return false;
   if (reinterpret_cast<std::uintptr_t>(mid) % sizeof(T) != 0) return false;  // read in words of sizeof(T)
   const cudaStream_t st = space.cuda_stream();
-  unsigned long long* const sp = zeroed_state(st, g, state, state_bytes, false);
+  unsigned long long* const sp = state_of(g, state, state_bytes);
+  bool launched = false;
   with_shape<T>(g, [&](auto c, auto nbw) {
     constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
-    const unsigned warps_grid = static_cast<unsigned>((g.ngroups + kWarps - 1) / kWarps);
-    const onepass::GroupArrays ga = onepass::group_arrays(sp, g.ngroups);
-    const auto tiles = static_cast<unsigned>(onepass::scan_words(g.ngroups) - 1);
-    onepass::group_counts_kernel<T, C, NB><<<warps_grid, kThreads, 0, st>>>(g.nb, g.ngroups, kinds, sp);
-    onepass::scan_kernel<<<tiles, kThreads, 0, st>>>(ga.counts, ga.counts_before, g.ngroups, ga.scan_counts);
-    onepass::group_mids_kernel<T, C, NB>
-        <<<warps_grid, kThreads, 0, st>>>(n, g.nb, g.ngroups, kinds, lead, lead_size, sp);
-    onepass::scan_kernel<<<tiles, kThreads, 0, st>>>(ga.mids, ga.mids_before, g.ngroups, ga.scan_mids);
-    onepass::decode_kernel<T, decltype(c)::value, decltype(nbw)::value>
-        <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(n, g.nb, g.ngroups, kinds, medians, lead, lead_size,
-                                                                mid, mid_size, verb, verb_values, out, sp);
+    const auto offsets = onepass::offsets_kernel<T, C, NB>;
+    const unsigned ctas = offset_ctas(offsets, g.ngroups);
+    if (ctas == 0) return;
+    std::uint64_t n_ = n, nb_ = g.nb, ngroups_ = g.ngroups, lead_size_ = lead_size;
+    const std::uint8_t *kinds_ = kinds, *lead_ = lead;
+    unsigned long long* sp_ = sp;
+    void* args[] = {&n_, &nb_, &ngroups_, &kinds_, &lead_, &lead_size_, &sp_};
+    const cudaError_t e =
+        cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(offsets), ctas, kThreads, args, 0, st);
+    if (e == cudaErrorCooperativeLaunchTooLarge) {  // fewer SMs than the occupancy query saw (MPS)
+      (void)cudaGetLastError();
+      return;
+    }
+    check(e, "szx offsets_kernel");
+    onepass::decode_kernel<T, C, NB><<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(
+        n, g.nb, g.ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, sp);
+    launched = true;
   });
+  if (!launched) return false;  // the caller's two-pass path
   const onepass::Result r = read_result(st, g, sp, "szx onepass decode_kernel");
   totals = SzxOffsets{r.lead, r.mid, r.verb};
   bad_kinds = (r.status & onepass::kBadKind) != 0;
   bad_codes = (r.status & onepass::kBadCode) != 0;
   return true;
 }
+
+void szx_limit_offset_ctas(unsigned ctas) { offset_ctas_limit.store(ctas, std::memory_order_relaxed); }
 
 #define KSZ_SZX_CUDA(T)                                                                                          \
   template bool szx_plan<T>(const Kokkos::Cuda&, const T*, std::uint64_t, std::uint32_t, double, std::uint8_t*, \

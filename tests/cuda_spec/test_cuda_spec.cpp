@@ -104,8 +104,7 @@ void run_other_predictors() {
       {{777777}, Pattern::Spiky, 1e-4, PredictorId::SZx, 256},
       {{513, 1001}, Pattern::Smooth, 1e-3, PredictorId::SZx, 512},
       {{96, 64, 33}, Pattern::Fill, 1e-2, PredictorId::SZx, 128},
-      // More groups (2,199) than a tile of the decoder's offset scans (2,048):
-      // their look-back across tiles.
+      // More groups (2,199) than the decoder's offsets kernel has CTAs.
       {{3000, 3001}, Pattern::Noisy, 1e-3, PredictorId::SZx, 128},
       {{64, 48, 40}, Pattern::Smooth, 1e-3, PredictorId::Interp, 0},
       {{37, 19, 23}, Pattern::Spiky, 1e-4, PredictorId::Interp, 0},
@@ -144,6 +143,31 @@ void run_other_predictors() {
   opt.szx_block = 128;
   expect_same_as_portable(f, d, opt, "szx b128 signed zeros");
 }
+
+// The decoder's offsets kernel with one and three CTAs: each takes hundreds
+// or thousands of groups, so its run is scanned in several rounds and its
+// leading codes summed in several windows; the last block is partial and
+// coded (its last code byte part codes).
+template <class T>
+void szx_offsets_few_ctas() {
+  struct Limit {
+    ~Limit() { cuda_spec::szx_limit_offset_ctas(0); }
+  } limit;
+  const Dims d = dims_of({2501, 2001});  // 5,004,501 values: the last block of 128 has 85
+  std::vector<T> f = make_field<T>(Pattern::Noisy, d, 9);
+  f[f.size() / 2] = std::numeric_limits<T>::quiet_NaN();  // a verbatim block
+  Options opt;
+  opt.mode = ErrorMode::REL;
+  opt.bound = 1e-3;
+  opt.predictor = PredictorId::SZx;
+  opt.szx_block = 128;
+  for (const unsigned ctas : {1u, 3u}) {
+    cuda_spec::szx_limit_offset_ctas(ctas);
+    expect_same_as_portable(f, d, opt, "szx b128, offsets on " + std::to_string(ctas) + " CTAs");
+  }
+}
+TEST(CudaSpecializations, SzxOffsetsOnFewCtasF32) { szx_offsets_few_ctas<float>(); }
+TEST(CudaSpecializations, SzxOffsetsOnFewCtasF64) { szx_offsets_few_ctas<double>(); }
 
 TEST(CudaSpecializations, OtherPredictorsSameBytesF32) { run_other_predictors<float>(); }
 TEST(CudaSpecializations, OtherPredictorsSameBytesF64) { run_other_predictors<double>(); }
