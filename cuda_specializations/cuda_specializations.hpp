@@ -354,9 +354,10 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
                           bool& fits);
 // Decompression: each group's offsets from the kinds and leading codes (one
 // cooperative kernel; false where the device cannot launch one), then one
-// decoding kernel; every read bounded by its segment's size. The caller checks what the stream claims against
-// totals (lead bytes, mid-bytes, verbatim values the kinds and codes imply)
-// and the two flags before using out.
+// decoding kernel; every read bounded by its segment's size. The caller
+// checks what the stream claims against totals (lead bytes, mid-bytes,
+// verbatim values the kinds and codes imply) and the two flags before using
+// out.
 template <class T>
 bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
                        const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,

@@ -1011,18 +1011,19 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
 // with look-backs, and its warps spent a third of their time at barriers
 // while one of them looked back.
 // After Result in the state buffer: three arrays of kMaxOffsetCtas words
-// (offsets_kernel's runs' block counts, mid-bytes and status), then four of
-// ngroups words: each group's packed block counts (counts_of) and mid-bytes,
-// then their exclusive prefix sums. Nothing needs zeroing first.
+// (offsets_kernel's runs' block counts, mid-bytes and status), then three of
+// ngroups words: each group's packed block counts (counts_of) scanned in
+// place to their exclusive prefix sums, its mid-bytes, and theirs. Nothing
+// needs zeroing first.
 constexpr int kMaxOffsetCtas = 1024;
 struct GroupArrays {
   unsigned long long *run_counts, *run_mids, *run_status;  // a word a CTA of offsets_kernel
-  unsigned long long *counts, *mids, *counts_before, *mids_before;
+  unsigned long long *counts_before, *mids, *mids_before;
 };
 __host__ __device__ __forceinline__ GroupArrays group_arrays(unsigned long long* state, std::uint64_t ngroups) {
   auto* const s = reinterpret_cast<unsigned long long*>(result_of(state, ngroups) + 1);
   auto* const a = s + 3 * kMaxOffsetCtas;
-  return GroupArrays{s, s + kMaxOffsetCtas, s + 2 * kMaxOffsetCtas, a, a + ngroups, a + 2 * ngroups, a + 3 * ngroups};
+  return GroupArrays{s, s + kMaxOffsetCtas, s + 2 * kMaxOffsetCtas, a, a + ngroups, a + 2 * ngroups};
 }
 
 // Leading codes packed 2 bits a value in x: their sum, and whether one claims
@@ -1064,10 +1065,10 @@ __device__ __forceinline__ std::uint64_t runs_before(const unsigned long long* _
   for (unsigned i = threadIdx.x; i < blockIdx.x; i += kThreads) v += __ldcg(runs + i);
   return cta_sum(v);
 }
-// out[g] = before + the run's values before g, for the run [g0, g1) of in.
-__device__ __forceinline__ void scan_run(const unsigned long long* __restrict__ in,
-                                         unsigned long long* __restrict__ out, std::uint64_t g0, std::uint64_t g1,
-                                         std::uint64_t before) {
+// out[g] = before + the run's values before g, for the run [g0, g1) of in
+// (in place where out is in).
+__device__ __forceinline__ void scan_run(const unsigned long long* in, unsigned long long* out, std::uint64_t g0,
+                                         std::uint64_t g1, std::uint64_t before) {
   for (std::uint64_t base = g0; base < g1; base += kThreads) {
     const std::uint64_t g = base + threadIdx.x;
     const std::uint64_t v = g < g1 ? in[g] : 0;
@@ -1102,8 +1103,8 @@ __global__ void __launch_bounds__(kThreads)
   };
 
   // 1. Word i of the run holds blocks g0 * kBlocks + 8i.. (past nb:
-  // constant); a group's kWords words are adjacent threads. The bytes wait in
-  // ga.mids for step 3.
+  // constant); a group's kWords words are adjacent threads. The counts wait
+  // in ga.counts_before for step 2's scan, the bytes in ga.mids for step 3.
   bool bad = false;
   std::uint64_t run = 0;
   for (std::uint64_t base = 0; base < (g1 - g0) * kWords; base += kThreads) {
@@ -1130,7 +1131,7 @@ __global__ void __launch_bounds__(kThreads)
       bytes += __shfl_xor_sync(warp::kFull, bytes, o);
     }
     if (i < (g1 - g0) * kWords && i % kWords == 0) {
-      ga.counts[g0 + i / kWords] = c;
+      ga.counts_before[g0 + i / kWords] = c;
       ga.mids[g0 + i / kWords] = bytes;
       run += c;
     }
@@ -1142,7 +1143,7 @@ __global__ void __launch_bounds__(kThreads)
 
   // 2.
   const std::uint64_t counts_before = runs_before(ga.run_counts), run_end = counts_before + run;
-  scan_run(ga.counts, ga.counts_before, g0, g1, counts_before);
+  scan_run(ga.counts_before, ga.counts_before, g0, g1, counts_before);
   bool ignored = false;
   const std::uint8_t last_kind = checked(kinds[nb - 1], ignored);
   const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
@@ -1333,7 +1334,7 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
   }
   // (A code over its value's nbytes, only a 3 where nbytes is 2, makes the
   // stream bad: reported here, where each code meets its block's nbytes.)
-  std::uint32_t over = 0;
+  bool over = false;
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
     const std::uint8_t kind = sh.kind[w * NB + j];
@@ -1342,10 +1343,10 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
 #pragma unroll
     for (int r = j * C; r < j * C + C; ++r) {
       cnt[r] = coded ? mid_bytes4(acc[r], nbytes, valid[r]) : 0;
-      if (nbytes == 2) over |= acc[r] & (acc[r] >> 1) & (0xFF00u >> (2 * valid[r])) & 0x55u;
+      over = over || code_over(acc[r] & (0xFF00u >> (2 * valid[r])), nbytes);  // its valid codes
     }
   }
-  if (__any_sync(warp::kFull, over != 0) && lane == 0) atomicOr(&result_of(state, ngroups)->status, kBadCode);
+  if (__any_sync(warp::kFull, over) && lane == 0) atomicOr(&result_of(state, ngroups)->status, kBadCode);
   // Each chunk's lane offsets and sum (a block's mid-bytes add its chunks').
   const ChunkScan<R> chunks = scan_counts<R>(cnt);
   put_block_mids<C, NB>(chunks, sh.mid);
@@ -1622,7 +1623,7 @@ struct OnePassGrid {
   std::size_t result_word() const { return onepass::result_word(ngroups); }
   std::size_t state_bytes() const {
     return c == 0 ? 0
-                  : result_word() * 8 + sizeof(onepass::Result) + (3 * onepass::kMaxOffsetCtas + 4 * ngroups) * 8;
+                  : result_word() * 8 + sizeof(onepass::Result) + (3 * onepass::kMaxOffsetCtas + 3 * ngroups) * 8;
   }
 };
 template <class T>
