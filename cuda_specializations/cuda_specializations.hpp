@@ -327,7 +327,8 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
 // blocks), the input read once. Writes kinds, medians, the leading codes
 // (lead: room for every block coded, nb * block / 4 bytes), the mid-bytes
 // from the start of payload and the verbatim values from its end backwards,
-// block by block (the last verbatim block first); totals as in szx_plan.
+// block by block (the last verbatim block first), and each run's mid-byte
+// count to runs (segment 21: a run is a group); totals as in szx_plan.
 // fits is false when mid-bytes and verbatim values did not both fit in
 // payload_bytes (never when payload_bytes >= n * sizeof(T)); the caller then
 // takes the two-pass path.
@@ -349,20 +350,22 @@ template <class T>
 std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block);
 template <class T>
 bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block, SzxBound& bound,
-                          std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
-                          std::uint64_t payload_bytes, void* state, std::size_t state_bytes, SzxOffsets& totals,
-                          bool& fits);
-// Decompression: each group's offsets from the kinds and leading codes (one
-// cooperative kernel; false where the device cannot launch one), then one
+                          std::uint8_t* kinds, T* medians, std::uint16_t* runs, std::uint8_t* lead,
+                          std::uint8_t* payload, std::uint64_t payload_bytes, void* state, std::size_t state_bytes,
+                          SzxOffsets& totals, bool& fits);
+// Decompression: each group's offsets from the kinds and the runs' mid-byte
+// counts (segment 21; where runs is null, from the leading codes), in one
+// cooperative kernel (false where the device cannot launch one), then one
 // decoding kernel; every read bounded by its segment's size. The caller
 // checks what the stream claims against totals (lead bytes, mid-bytes,
-// verbatim values the kinds and codes imply) and the two flags before using
-// out.
+// verbatim values the kinds and codes imply) and the three flags (bad_runs:
+// a run's count is not its codes') before using out.
 template <class T>
 bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
                        const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
-                       std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
-                       std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes);
+                       std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, const std::uint16_t* runs,
+                       T* out, void* state, std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds,
+                       bool& bad_codes, bool& bad_runs);
 // For tests: at most `ctas` CTAs for szx_decode_groups' offsets (0: as many
 // as are resident), so that a small field gives each thousands of groups.
 void szx_limit_offset_ctas(unsigned ctas);

@@ -450,7 +450,7 @@ __host__ __device__ constexpr std::uint64_t result_word(std::uint64_t ngroups) {
 __host__ __device__ __forceinline__ Result* result_of(unsigned long long* state, std::uint64_t ngroups) {
   return reinterpret_cast<Result*>(state + result_word(ngroups));
 }
-constexpr unsigned long long kBadKind = 1, kBadCode = 2, kOverflow = 4;
+constexpr unsigned long long kBadKind = 1, kBadCode = 2, kOverflow = 4, kBadRuns = 8;
 
 // Warp 0, lane t holds block t of the group (lanes past the group 0): the
 // group's sum is published at once (lookback.hpp) and each lane gets its
@@ -620,6 +620,7 @@ struct Shape {
   static constexpr int kBlocks = kWarps * NB;  // a group's blocks, at most 32 (one lane of warp 0 each)
   static constexpr int kStage = kWarps * R * int(kChunk) + 32 / S;  // a group's mid-bytes (<= its input) in U words, + 32 B
   static_assert(kBlocks <= 32, "a lane per block");
+  static_assert(szx::run_blocks<T>(kBlock) == std::uint32_t(kBlocks), "a group is a run of segment 21");
   // Whether every block of group g is whole and p (the kernel's values) 16-byte
   // aligned: the kernels' Full path.
   __device__ static bool full(std::uint64_t g, std::uint64_t n, const void* p) {
@@ -669,6 +670,7 @@ template <class T, int C, int NB, bool Full>
 __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                std::uint64_t ngroups,
                                                std::uint8_t* __restrict__ kinds, T* __restrict__ medians,
+                                               std::uint16_t* __restrict__ runs,
                                                std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
                                                std::uint64_t cap, unsigned long long* __restrict__ state,
                                                typename Shape<T, C, NB>::U* __restrict__ stage,
@@ -880,8 +882,11 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     if (lane == 0) sh.mid_before = mb;
   }
   __syncthreads();
-  if (threadIdx.x == 0 && g + 1 == ngroups)
-    put_totals<SH>(result, sh.kind[nb - 1 - g * SH::kBlocks], n, nb, cb + cs.sum, sh.mid_before + sh.mid_total);
+  if (threadIdx.x == 0) {
+    runs[g] = static_cast<std::uint16_t>(sh.mid_total);  // segment 21 (at most 16 KiB)
+    if (g + 1 == ngroups)
+      put_totals<SH>(result, sh.kind[nb - 1 - g * SH::kBlocks], n, nb, cb + cs.sum, sh.mid_before + sh.mid_total);
+  }
   // Kinds and medians: a thread per block.
   if (threadIdx.x < SH::kBlocks) {
     const std::uint64_t b = g * SH::kBlocks + threadIdx.x;
@@ -960,19 +965,22 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
 template <class T, int C, int NB>
 __device__ __noinline__ void compress_partial_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                     std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
-                                                    T* __restrict__ medians, std::uint8_t* __restrict__ lead,
+                                                    T* __restrict__ medians, std::uint16_t* __restrict__ runs,
+                                                    std::uint8_t* __restrict__ lead,
                                                     std::uint8_t* __restrict__ payload, std::uint64_t cap,
                                                     unsigned long long* __restrict__ state,
                                                     typename Shape<T, C, NB>::U* __restrict__ stage,
                                                     Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
-  compress_group<T, C, NB, false>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state, stage, sh, g);
+  compress_group<T, C, NB, false>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage, sh,
+                                  g);
 }
 
 template <class T, int C, int NB>
 __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double bound,
                     const double* __restrict__ range, bool rel, std::uint8_t* __restrict__ kinds,
-                    T* __restrict__ medians, std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
+                    T* __restrict__ medians, std::uint16_t* __restrict__ runs, std::uint8_t* __restrict__ lead,
+                    std::uint8_t* __restrict__ payload,
                     std::uint64_t cap, unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
@@ -999,10 +1007,11 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     if (range) r->mn = range[0], r->mx = range[1];
   }
   if (SH::full(g, n, in))
-    compress_group<T, C, NB, true>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state, stage,
-                                   sh, g);
+    compress_group<T, C, NB, true>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage, sh,
+                                   g);
   else
-    compress_partial_group<T, C, NB>(in, n, nb, ngroups, kinds, medians, lead, payload, cap, state, stage, sh, g);
+    compress_partial_group<T, C, NB>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage, sh,
+                                     g);
 }
 
 // Decoding finds each group's offsets (its blocks before it by kind, its
@@ -1051,6 +1060,10 @@ __device__ __forceinline__ bool code_over(std::uint32_t x, int nbytes) {
 //     near DRAM speed (11 us for the 33.5 MB of a 512^3 field's codes; a warp
 //     a group, waiting on each group's place in turn, took 15-17);
 //  4. the runs' mid-byte sums and a block scan as in 2.
+// Runs: the stream stores each group's mid-bytes (segment 21: a group is a
+// run of it), so step 1 reads them beside the kinds, the two sums share one
+// grid.sync and step 3 (reading every leading code) is not needed;
+// decode_kernel checks each against its codes.
 // A code over its value's nbytes (a hostile stream) is decode_kernel's to
 // report: it reads each code with its block's nbytes.
 constexpr int kRunWindow = 1024;  // groups of a run step 3 takes at once (its shared memory)
@@ -1080,11 +1093,11 @@ __device__ __forceinline__ void scan_run(const unsigned long long* in, unsigned 
   __syncthreads();  // the run's places, for the CTA's warps
 }
 
-template <class T, int C, int NB>
+template <class T, int C, int NB, bool Runs>
 __global__ void __launch_bounds__(kThreads)
     offsets_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
                    const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
-                   unsigned long long* __restrict__ state) {
+                   const std::uint16_t* __restrict__ runs, unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
   constexpr int kWords = SH::kBlocks / 8;  // 8-kind words a group: 1, 2 or 4
   constexpr std::uint32_t kPiecesPerBlock = SH::kLeadPerBlock / 16;
@@ -1104,16 +1117,17 @@ __global__ void __launch_bounds__(kThreads)
 
   // 1. Word i of the run holds blocks g0 * kBlocks + 8i.. (past nb:
   // constant); a group's kWords words are adjacent threads. The counts wait
-  // in ga.counts_before for step 2's scan, the bytes in ga.mids for step 3.
+  // in ga.counts_before for step 2's scan, the bytes in ga.mids for step 3
+  // (Runs: the group's mid-bytes for step 4).
   bool bad = false;
-  std::uint64_t run = 0;
+  std::uint64_t run = 0, run_mid = 0;
   for (std::uint64_t base = 0; base < (g1 - g0) * kWords; base += kThreads) {
     const std::uint64_t i = base + threadIdx.x, b0 = g0 * SH::kBlocks + 8 * i;
     std::uint64_t c = 0, bytes = 0;
     const auto add = [&](std::uint8_t k, std::uint64_t b) {
       k = checked(k, bad);
       c += counts_of(k);
-      if (szx::is_coded(k)) bytes += std::uint64_t(szx::block_len(b, n, SH::kBlock)) * szx::bytes_of(k);
+      if (!Runs && szx::is_coded(k)) bytes += std::uint64_t(szx::block_len(b, n, SH::kBlock)) * szx::bytes_of(k);
     };
     if (i < (g1 - g0) * kWords) {
       if (b0 + 8 <= nb && (reinterpret_cast<std::uintptr_t>(kinds + b0) & 7) == 0) {
@@ -1128,17 +1142,23 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int o = 1; o < kWords; o <<= 1) {
       c += __shfl_xor_sync(warp::kFull, c, o);
-      bytes += __shfl_xor_sync(warp::kFull, bytes, o);
+      if constexpr (!Runs) bytes += __shfl_xor_sync(warp::kFull, bytes, o);
     }
     if (i < (g1 - g0) * kWords && i % kWords == 0) {
-      ga.counts_before[g0 + i / kWords] = c;
-      ga.mids[g0 + i / kWords] = bytes;
+      const std::uint64_t g = g0 + i / kWords;
+      ga.counts_before[g] = c;
+      if constexpr (Runs) bytes = runs[g], run_mid += bytes;
+      ga.mids[g] = bytes;
       run += c;
     }
   }
   const bool bad_kind = __syncthreads_or(bad);
   run = cta_sum(run);
-  if (threadIdx.x == 0) ga.run_counts[blockIdx.x] = run, ga.run_status[blockIdx.x] = bad_kind ? kBadKind : 0;
+  if constexpr (Runs) run_mid = cta_sum(run_mid);
+  if (threadIdx.x == 0) {
+    ga.run_counts[blockIdx.x] = run, ga.run_status[blockIdx.x] = bad_kind ? kBadKind : 0;
+    if constexpr (Runs) ga.run_mids[blockIdx.x] = run_mid;
+  }
   grid.sync();
 
   // 2.
@@ -1146,67 +1166,69 @@ __global__ void __launch_bounds__(kThreads)
   scan_run(ga.counts_before, ga.counts_before, g0, g1, counts_before);
   bool ignored = false;
   const std::uint8_t last_kind = checked(kinds[nb - 1], ignored);
-  const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
   if (g0 < g1 && g1 == ngroups && threadIdx.x == 0)  // the decoder's last group writes the mid-bytes' total
     put_totals<SH>(result, last_kind, n, nb, run_end, 0);
 
-  // 3. A window of the run at a time: its groups' first coded blocks, then
-  // its codes from the first group's to where the next group's start (the
-  // run's last group: the run's end, or the lead total; the stream's last
-  // code byte holds only the last value's codes, the rest are not codes).
-  const bool last_cut = szx::is_coded(last_kind) && llen % 4 != 0;
-  const std::uint64_t lead_total = lead_total_of<SH>(last_kind, n, nb, run_end);
-  run = 0;
-  for (std::uint64_t w0 = g0; w0 < g1; w0 += kRunWindow) {
-    const std::uint64_t w1 = std::min<std::uint64_t>(g1, w0 + kRunWindow);
-    const int count = static_cast<int>(w1 - w0);
-    for (int i = threadIdx.x; i <= count; i += kThreads) {
-      first[i] = (w0 + i < g1 ? ga.counts_before[w0 + i] : run_end) >> kCountShift;
-      if (i < count) codes[i] = 0;
-    }
-    __syncthreads();
-    const bool end = w1 == ngroups;
-    const std::uint64_t from = first[0] * SH::kLeadPerBlock, to = end ? lead_total : first[count] * SH::kLeadPerBlock;
-    const std::uint64_t pieces = (to - from + 15) / 16;
+  if constexpr (!Runs) {
+    // 3. A window of the run at a time: its groups' first coded blocks, then
+    // its codes from the first group's to where the next group's start (the
+    // run's last group: the run's end, or the lead total; the stream's last
+    // code byte holds only the last value's codes, the rest are not codes).
+    const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
+    const bool last_cut = szx::is_coded(last_kind) && llen % 4 != 0;
+    const std::uint64_t lead_total = lead_total_of<SH>(last_kind, n, nb, run_end);
+    run = 0;
+    for (std::uint64_t w0 = g0; w0 < g1; w0 += kRunWindow) {
+      const std::uint64_t w1 = std::min<std::uint64_t>(g1, w0 + kRunWindow);
+      const int count = static_cast<int>(w1 - w0);
+      for (int i = threadIdx.x; i <= count; i += kThreads) {
+        first[i] = (w0 + i < g1 ? ga.counts_before[w0 + i] : run_end) >> kCountShift;
+        if (i < count) codes[i] = 0;
+      }
+      __syncthreads();
+      const bool end = w1 == ngroups;
+      const std::uint64_t from = first[0] * SH::kLeadPerBlock, to = end ? lead_total : first[count] * SH::kLeadPerBlock;
+      const std::uint64_t pieces = (to - from + 15) / 16;
 #pragma unroll 4
-    for (std::uint64_t p = threadIdx.x; p < pieces; p += kThreads) {
-      const std::uint64_t at = from + 16 * p;
-      uint4 x;
-      if (at + 16 <= to && at + 16 <= lead_size && !(last_cut && end && at + 16 == to) &&
-          (reinterpret_cast<std::uintptr_t>(lead + at) & 15) == 0) {
-        x = *reinterpret_cast<const uint4*>(lead + at);
-      } else {  // the stream's end, or the segment's (reading zeros past it)
-        std::uint32_t v[4] = {0, 0, 0, 0};
-        for (int i = 0; i < 16; ++i) {
-          const std::uint64_t a = at + i;
-          std::uint32_t byte = a < to && a < lead_size ? lead[a] : 0u;
-          if (last_cut && end && a + 1 == to) byte &= 0xffu << (8 - 2 * (llen % 4));
-          v[i / 4] |= byte << (8 * (i % 4));
+      for (std::uint64_t p = threadIdx.x; p < pieces; p += kThreads) {
+        const std::uint64_t at = from + 16 * p;
+        uint4 x;
+        if (at + 16 <= to && at + 16 <= lead_size && !(last_cut && end && at + 16 == to) &&
+            (reinterpret_cast<std::uintptr_t>(lead + at) & 15) == 0) {
+          x = *reinterpret_cast<const uint4*>(lead + at);
+        } else {  // the stream's end, or the segment's (reading zeros past it)
+          std::uint32_t v[4] = {0, 0, 0, 0};
+          for (int i = 0; i < 16; ++i) {
+            const std::uint64_t a = at + i;
+            std::uint32_t byte = a < to && a < lead_size ? lead[a] : 0u;
+            if (last_cut && end && a + 1 == to) byte &= 0xffu << (8 - 2 * (llen % 4));
+            v[i / 4] |= byte << (8 * (i % 4));
+          }
+          x = make_uint4(v[0], v[1], v[2], v[3]);
         }
-        x = make_uint4(v[0], v[1], v[2], v[3]);
+        // The piece's group: the last whose first coded block is at or below
+        // the piece's block.
+        const std::uint64_t blk = first[0] + p / kPiecesPerBlock;
+        int lo = 0, hi = count - 1;
+        while (lo < hi) {
+          const int m = (lo + hi + 1) / 2;
+          if (first[m] <= blk) lo = m;
+          else hi = m - 1;
+        }
+        atomicAdd(&codes[lo], code_sum(x.x) + code_sum(x.y) + code_sum(x.z) + code_sum(x.w));
       }
-      // The piece's group: the last whose first coded block is at or below
-      // the piece's block.
-      const std::uint64_t blk = first[0] + p / kPiecesPerBlock;
-      int lo = 0, hi = count - 1;
-      while (lo < hi) {
-        const int m = (lo + hi + 1) / 2;
-        if (first[m] <= blk) lo = m;
-        else hi = m - 1;
+      __syncthreads();
+      for (int i = threadIdx.x; i < count; i += kThreads) {
+        const std::uint64_t bytes = ga.mids[w0 + i], sum = bytes > codes[i] ? bytes - codes[i] : 0;
+        ga.mids[w0 + i] = sum;
+        run += sum;
       }
-      atomicAdd(&codes[lo], code_sum(x.x) + code_sum(x.y) + code_sum(x.z) + code_sum(x.w));
+      __syncthreads();  // first and codes, for the next window
     }
-    __syncthreads();
-    for (int i = threadIdx.x; i < count; i += kThreads) {
-      const std::uint64_t bytes = ga.mids[w0 + i], sum = bytes > codes[i] ? bytes - codes[i] : 0;
-      ga.mids[w0 + i] = sum;
-      run += sum;
-    }
-    __syncthreads();  // first and codes, for the next window
+    run = cta_sum(run);
+    if (threadIdx.x == 0) ga.run_mids[blockIdx.x] = run;
+    grid.sync();
   }
-  run = cta_sum(run);
-  if (threadIdx.x == 0) ga.run_mids[blockIdx.x] = run;
-  grid.sync();
 
   // 4.
   scan_run(ga.mids, ga.mids_before, g0, g1, runs_before(ga.run_mids));
@@ -1241,7 +1263,8 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
                                              const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
                                              const std::uint8_t* __restrict__ mid, std::uint64_t mid_size,
                                              const T* __restrict__ verb, std::uint64_t verb_size,
-                                             T* __restrict__ out, unsigned long long* __restrict__ state,
+                                             T* __restrict__ out, bool check_runs,
+                                             unsigned long long* __restrict__ state,
                                              typename Shape<T, C, NB>::U* __restrict__ stage,
                                              Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
   using SH = Shape<T, C, NB>;
@@ -1355,7 +1378,11 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
   if (w == 0) {
     const std::uint64_t mine = lane < SH::kBlocks ? sh.mid[lane] : 0, incl = warp::scan_inclusive(mine);
     if (lane < SH::kBlocks) sh.mid_off[lane] = incl - mine;
-    if (g + 1 == ngroups && lane == 31) result_of(state, ngroups)->mid = mo + incl;
+    if (lane == 31) {
+      // The group's count in the stream (segment 21) is its codes'.
+      if (check_runs && incl != sh.mid_total) atomicOr(&result_of(state, ngroups)->status, kBadRuns);
+      if (g + 1 == ngroups) result_of(state, ngroups)->mid = mo + incl;
+    }
   }
   __syncthreads();
 #pragma unroll
@@ -1447,12 +1474,12 @@ __device__ __noinline__ void decode_partial_group(std::uint64_t n, std::uint64_t
                                                   const T* __restrict__ medians, const std::uint8_t* __restrict__ lead,
                                                   std::uint64_t lead_size, const std::uint8_t* __restrict__ mid,
                                                   std::uint64_t mid_size, const T* __restrict__ verb,
-                                                  std::uint64_t verb_size, T* __restrict__ out,
+                                                  std::uint64_t verb_size, T* __restrict__ out, bool check_runs,
                                                   unsigned long long* __restrict__ state,
                                                   typename Shape<T, C, NB>::U* __restrict__ stage,
                                                   Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
   decode_group<T, C, NB, false>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size, out,
-                                state, stage, sh, g);
+                                check_runs, state, stage, sh, g);
 }
 
 template <class T, int C, int NB>
@@ -1460,7 +1487,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     decode_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
                   const T* __restrict__ medians, const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
                   const std::uint8_t* __restrict__ mid, std::uint64_t mid_size, const T* __restrict__ verb,
-                  std::uint64_t verb_size, T* __restrict__ out, unsigned long long* __restrict__ state) {
+                  std::uint64_t verb_size, T* __restrict__ out, bool check_runs,
+                  unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
   __shared__ __align__(16) U stage[SH::kStage];
@@ -1469,10 +1497,10 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
   const std::uint64_t g = blockIdx.x;
   if (SH::full(g, n, out))
     decode_group<T, C, NB, true>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
-                                 out, state, stage, sh, g);
+                                 out, check_runs, state, stage, sh, g);
   else
     decode_partial_group<T, C, NB>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
-                                   out, state, stage, sh, g);
+                                   out, check_runs, state, stage, sh, g);
 }
 
 // (C, NB) for a block size; C = 0 when the one-pass kernels do not take it.
@@ -1693,9 +1721,9 @@ std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block) {
 
 template <class T>
 bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block,
-                          SzxBound& bound, std::uint8_t* kinds, T* medians, std::uint8_t* lead, std::uint8_t* payload,
-                          std::uint64_t payload_bytes, void* state, std::size_t state_bytes, SzxOffsets& totals,
-                          bool& fits) {
+                          SzxBound& bound, std::uint8_t* kinds, T* medians, std::uint16_t* runs, std::uint8_t* lead,
+                          std::uint8_t* payload, std::uint64_t payload_bytes, void* state, std::size_t state_bytes,
+                          SzxOffsets& totals, bool& fits) {
   const OnePassGrid g = onepass_grid<T>(n, block);
   if (g.c == 0) return false;
   KSZ_EXPECTS(reinterpret_cast<std::uintptr_t>(payload) % 16 == 0 && payload_bytes % sizeof(T) == 0,
@@ -1707,7 +1735,7 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   with_shape<T>(g, [&](auto c, auto nbw) {
     onepass::compress_kernel<T, decltype(c)::value, decltype(nbw)::value>
         <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound.bound, bound.range,
-                                                                bound.rel, kinds, medians, lead, payload,
+                                                                bound.rel, kinds, medians, runs, lead, payload,
                                                                 payload_bytes, sp);
   });
   const onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel");
@@ -1720,23 +1748,26 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
 template <class T>
 bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block, const std::uint8_t* kinds,
                        const T* medians, const std::uint8_t* lead, std::uint64_t lead_size, const std::uint8_t* mid,
-                       std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, T* out, void* state,
-                       std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds, bool& bad_codes) {
+                       std::uint64_t mid_size, const T* verb, std::uint64_t verb_values, const std::uint16_t* runs,
+                       T* out, void* state, std::size_t state_bytes, SzxOffsets& totals, bool& bad_kinds,
+                       bool& bad_codes, bool& bad_runs) {
   const OnePassGrid g = onepass_grid<T>(n, block);
   if (g.c == 0) return false;
-  if (reinterpret_cast<std::uintptr_t>(mid) % sizeof(T) != 0) return false;  // read in words of sizeof(T)
+  if (reinterpret_cast<std::uintptr_t>(mid) % sizeof(T) != 0 || reinterpret_cast<std::uintptr_t>(runs) % 2 != 0)
+    return false;  // read in words of sizeof(T) and u16
   const cudaStream_t st = space.cuda_stream();
   unsigned long long* const sp = state_of(g, state, state_bytes);
   bool launched = false;
   with_shape<T>(g, [&](auto c, auto nbw) {
     constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
-    const auto offsets = onepass::offsets_kernel<T, C, NB>;
+    const auto offsets = runs ? onepass::offsets_kernel<T, C, NB, true> : onepass::offsets_kernel<T, C, NB, false>;
     const unsigned ctas = offset_ctas(offsets, g.ngroups);
     if (ctas == 0) return;
     std::uint64_t n_ = n, nb_ = g.nb, ngroups_ = g.ngroups, lead_size_ = lead_size;
     const std::uint8_t *kinds_ = kinds, *lead_ = lead;
+    const std::uint16_t* runs_ = runs;
     unsigned long long* sp_ = sp;
-    void* args[] = {&n_, &nb_, &ngroups_, &kinds_, &lead_, &lead_size_, &sp_};
+    void* args[] = {&n_, &nb_, &ngroups_, &kinds_, &lead_, &lead_size_, &runs_, &sp_};
     const cudaError_t e =
         cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(offsets), ctas, kThreads, args, 0, st);
     if (e == cudaErrorCooperativeLaunchTooLarge) {  // fewer SMs than the occupancy query saw (MPS)
@@ -1745,7 +1776,8 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
     }
     check(e, "szx offsets_kernel");
     onepass::decode_kernel<T, C, NB><<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(
-        n, g.nb, g.ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, sp);
+        n, g.nb, g.ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, runs != nullptr,
+        sp);
     launched = true;
   });
   if (!launched) return false;  // the caller's two-pass path
@@ -1753,6 +1785,7 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
   totals = SzxOffsets{r.lead, r.mid, r.verb};
   bad_kinds = (r.status & onepass::kBadKind) != 0;
   bad_codes = (r.status & onepass::kBadCode) != 0;
+  bad_runs = (r.status & onepass::kBadRuns) != 0;
   return true;
 }
 
@@ -1771,12 +1804,12 @@ void szx_limit_offset_ctas(unsigned ctas) { offset_ctas_limit.store(ctas, std::m
                               const T*, T*);                                                            \
   template std::size_t szx_onepass_state_bytes<T>(std::uint64_t, std::uint32_t);                              \
   template bool szx_compress_onepass<T>(const Kokkos::Cuda&, const T*, std::uint64_t, std::uint32_t, SzxBound&, \
-                                        std::uint8_t*, T*, std::uint8_t*, std::uint8_t*, std::uint64_t, void*,  \
-                                        std::size_t, SzxOffsets&, bool&);                                       \
+                                        std::uint8_t*, T*, std::uint16_t*, std::uint8_t*, std::uint8_t*,       \
+                                        std::uint64_t, void*, std::size_t, SzxOffsets&, bool&);                 \
   template bool szx_decode_groups<T>(const Kokkos::Cuda&, std::uint64_t, std::uint32_t, const std::uint8_t*,  \
                                      const T*, const std::uint8_t*, std::uint64_t, const std::uint8_t*,         \
-                                     std::uint64_t, const T*, std::uint64_t, T*, void*, std::size_t,            \
-                                     SzxOffsets&, bool&, bool&);
+                                     std::uint64_t, const T*, std::uint64_t, const std::uint16_t*, T*, void*,   \
+                                     std::size_t, SzxOffsets&, bool&, bool&, bool&);
 KSZ_SZX_CUDA(float)
 KSZ_SZX_CUDA(double)
 #undef KSZ_SZX_CUDA

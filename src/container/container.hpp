@@ -65,6 +65,7 @@ enum class SegmentId : std::uint16_t {
   SzxLeadCodes = 18,        // 2 bits per value of coded blocks
   SzxMidBytes = 19,         // the committed bytes of coded blocks
   SzxVerbatim = 20,         // f32 or f64 per value of verbatim blocks
+  SzxMidRuns = 21,          // optional (format 1.3): u16 mid-bytes per run of blocks
 };
 
 struct Header {

@@ -51,6 +51,16 @@ Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> byte_segment
     return impl::to_device<std::uint8_t>(space, s, s.size, what);
 }
 
+#if defined(KSZ_HAVE_CUDA)
+// The CUDA two-pass path's blocks' mid-byte offsets (szx::run_mid's off).
+struct OffsetsMid {
+  Kokkos::View<const cuda_spec::SzxOffsets*, Kokkos::CudaSpace> offs;
+  KOKKOS_INLINE_FUNCTION std::uint64_t operator()(const std::uint64_t b) const { return offs(b).mid; }
+};
+#endif
+
+constexpr const char* kBadRuns = "SZx mid-byte run counts disagree with the leading codes";
+
 }  // namespace
 
 template <class ExecSpace>
@@ -87,8 +97,15 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   };
 
   const std::uint64_t nb = (n + block - 1) / block;
+  const std::uint32_t rb = szx::run_blocks<T>(block);
+  const std::uint64_t nruns = szx::run_count(nb, rb);
   Kokkos::View<std::uint8_t*, Mem> kinds;  // from the workspace on the one-pass path, else allocated here
   Kokkos::View<T*, Mem> medians;
+  Kokkos::View<std::uint8_t*, Mem> runs;  // segment 21: 2 bytes a run
+  auto allocate_runs = [&] {
+    runs = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::runs")),
+                                            2 * nruns);
+  };
   auto allocate_heads = [&] {
     kinds = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
     medians = Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::medians")), nb);
@@ -113,13 +130,17 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
       payload = ws.template get<T>(Workspace<Mem>::kSzxPayload, capv, "ksz::szx::payload");
       const Kokkos::View<std::uint8_t*, Mem> lead1 =
           ws.template get<std::uint8_t>(Workspace<Mem>::kSzxLead, nb * ((block + 3) / 4), "ksz::szx::lead");
-      // One workspace buffer: the look-back states, then medians and kinds.
-      const std::size_t state_words = (state_bytes + 15) / 16 * 2, med_words = (nb * sizeof(T) + 15) / 16 * 2;
-      const auto state = ws.template get<unsigned long long>(Workspace<Mem>::kSzxState,
-                                                             state_words + med_words + (nb + 7) / 8, "ksz::szx::state");
+      // One workspace buffer: the look-back states, then medians, kinds and
+      // the runs' counts (a run is a group of the kernel's).
+      const std::size_t state_words = (state_bytes + 15) / 16 * 2, med_words = (nb * sizeof(T) + 15) / 16 * 2,
+                        kind_words = (nb + 7) / 8;
+      const auto state = ws.template get<unsigned long long>(
+          Workspace<Mem>::kSzxState, state_words + med_words + kind_words + (2 * nruns + 7) / 8, "ksz::szx::state");
       medians = Kokkos::View<T*, Mem>(reinterpret_cast<T*>(state.data() + state_words), nb);
       kinds = Kokkos::View<std::uint8_t*, Mem>(reinterpret_cast<std::uint8_t*>(state.data() + state_words + med_words),
                                               nb);
+      runs = Kokkos::View<std::uint8_t*, Mem>(
+          reinterpret_cast<std::uint8_t*>(state.data() + state_words + med_words + kind_words), 2 * nruns);
       cuda_spec::SzxOffsets tot{};
       bool fits = false;
       cuda_spec::SzxBound sb;
@@ -134,8 +155,9 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
         sb.bound = abs_bound;
       }
       done = cuda_spec::szx_compress_onepass<T>(space, in.data(), n, block, sb, kinds.data(), medians.data(),
-                                                lead1.data(), reinterpret_cast<std::uint8_t*>(payload.data()),
-                                                capv * sizeof(T), state.data(), state_bytes, tot, fits);
+                                                reinterpret_cast<std::uint16_t*>(runs.data()), lead1.data(),
+                                                reinterpret_cast<std::uint8_t*>(payload.data()), capv * sizeof(T),
+                                                state.data(), state_bytes, tot, fits);
       KSZ_EXPECTS(done, "internal: SZx one-pass encode refused a case it sized");
       if (sb.range) {
         resolve(impl::range_of_extremes(sb.mn, sb.mx));
@@ -165,6 +187,8 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
         done = cuda_spec::szx_encode<T>(space, in.data(), n, block, kinds.data(), medians.data(), offs.data(),
                                         lead.data(), mid.data(), verb.data());
         KSZ_EXPECTS(done, "SZx CUDA encode refused a plan it made");
+        allocate_runs();
+        szx::put_runs(space, nb, rb, OffsetsMid{offs}, runs);
         timer.mark("block encode");
       }
     }
@@ -209,6 +233,8 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
       szx::encode_team<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
     else
       szx::encode<ExecSpace, T>(space, in, block, kinds, medians, lead_off, mid_off, verb_off, lead, mid, verb);
+    allocate_runs();
+    szx::put_runs(space, nb, rb, mid_off, runs);
     timer.mark("block encode");
   }
 
@@ -216,6 +242,7 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   const HostBytes med_h = host_bytes(medians, nb);
   const HostBytes lead_h = host_bytes(lead, lead_total);
   const HostBytes mid_h = host_bytes(mid, mid_total);
+  const HostBytes runs_h = host_bytes(runs, 2 * nruns);
   std::uint64_t n_const = 0, n_verb = 0;
   for (std::uint64_t b = 0; b < nb; ++b) {
     n_const += kinds_h.data[b] == szx::kConstant;
@@ -260,7 +287,8 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
                                      {SegmentId::SzxMedians, med_h.data, med_h.size},
                                      {SegmentId::SzxLeadCodes, lead_h.data, lead_h.size},
                                      {SegmentId::SzxMidBytes, mid_h.data, mid_h.size},
-                                     {SegmentId::SzxVerbatim, verb_h.data, verb_h.size}});
+                                     {SegmentId::SzxVerbatim, verb_h.data, verb_h.size},
+                                     {SegmentId::SzxMidRuns, runs_h.data, runs_h.size}});
   timer.mark("gather+container");
   if (report) {
     report->elements = n;
@@ -302,24 +330,33 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const auto& mid_seg = s.require(SegmentId::SzxMidBytes);
   const auto& verb_seg = s.require(SegmentId::SzxVerbatim);
   KSZ_STREAM_CHECK(verb_seg.size % sizeof(T) == 0, "SZx verbatim segment is not whole values");
+  const std::uint32_t rb = szx::run_blocks<T>(block);
+  const container::Segment* const runs_seg = s.find(SegmentId::SzxMidRuns);  // optional (format 1.3)
+  if (runs_seg)
+    KSZ_STREAM_CHECK(runs_seg->size == 2 * szx::run_count(nb, rb), "SZx mid-byte runs segment has ", runs_seg->size,
+                     " bytes, expected ", 2 * szx::run_count(nb, rb));
   StageTimer<ExecSpace> timer(space, report);
   const auto kinds = byte_segment(space, kinds_seg, "SZx kinds");
   const auto medians = impl::to_device<T>(space, med_seg, nb, "SZx medians");
   const auto lead = byte_segment(space, lead_seg, "SZx leading codes");
   const auto mid = byte_segment(space, mid_seg, "SZx mid-bytes");
   const auto verb = impl::to_device<T>(space, verb_seg, verb_seg.size / sizeof(T), "SZx verbatim");
+  Kokkos::View<const std::uint8_t*, Mem> runs;
+  if (runs_seg) runs = byte_segment(space, *runs_seg, "SZx mid-byte runs");
   timer.mark("copy to device");
 
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     // The portable path's checks, in its order, on what the kinds and codes imply.
-    auto check_totals = [&](const cuda_spec::SzxOffsets& tot, bool bad_kinds, bool bad_codes) {
+    // bad_runs() is asked only once the codes are known good.
+    auto check_totals = [&](const cuda_spec::SzxOffsets& tot, bool bad_kinds, bool bad_codes, auto bad_runs) {
       KSZ_STREAM_CHECK(!bad_kinds, "SZx block kind out of range");
       KSZ_STREAM_CHECK(tot.lead == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
                        " bytes, the block kinds say ", tot.lead);
       KSZ_STREAM_CHECK(tot.verb * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
                        " bytes, the block kinds say ", tot.verb * sizeof(T));
       KSZ_STREAM_CHECK(!bad_codes, "SZx leading code longer than its value");
+      KSZ_STREAM_CHECK(!bad_runs(), kBadRuns);
       KSZ_STREAM_CHECK(tot.mid == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
                        " bytes, the leading codes say ", tot.mid);
     };
@@ -331,11 +368,12 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
       const auto state =
           ws.template get<unsigned long long>(Workspace<Mem>::kSzxState, (state_bytes + 7) / 8, "ksz::szx::state");
       cuda_spec::SzxOffsets tot{};
-      bool bad_kinds = false, bad_codes = false;
+      bool bad_kinds = false, bad_codes = false, bad_runs = false;
       if (cuda_spec::szx_decode_groups<T>(space, n, block, kinds.data(), medians.data(), lead.data(), lead_seg.size,
-                                          mid.data(), mid_seg.size, verb.data(), verb.extent(0), out.data(),
-                                          state.data(), state_bytes, tot, bad_kinds, bad_codes)) {
-        check_totals(tot, bad_kinds, bad_codes);
+                                          mid.data(), mid_seg.size, verb.data(), verb.extent(0),
+                                          reinterpret_cast<const std::uint16_t*>(runs.data()), out.data(),
+                                          state.data(), state_bytes, tot, bad_kinds, bad_codes, bad_runs)) {
+        check_totals(tot, bad_kinds, bad_codes, [&] { return bad_runs; });
         timer.mark("block decode");
         impl::report_decoded<T>(report, h, n, tot.verb);
         return;
@@ -348,7 +386,9 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
       std::uint64_t bad_kinds = 0, bad_codes = 0;
       if (cuda_spec::szx_decode_offsets<T>(space, n, block, kinds.data(), lead.data(), lead_seg.size, offs.data(),
                                            tot, bad_kinds, bad_codes)) {
-        check_totals(tot, bad_kinds != 0, bad_codes != 0);
+        check_totals(tot, bad_kinds != 0, bad_codes != 0, [&] {
+          return runs_seg && szx::count_bad_runs(space, nb, rb, OffsetsMid{offs}, runs) != 0;
+        });
         timer.mark("offsets");
         impl::ensure_output(out, n);
         const bool ok = cuda_spec::szx_decode<T>(space, n, block, kinds.data(), medians.data(), offs.data(),
@@ -390,6 +430,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const Kokkos::View<const std::uint64_t*, Mem> mc = mid_count;
   const auto mid_total = szx::exclusive_offsets(
       space, nb, KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t { return mc(b); }, mid_off);
+  KSZ_STREAM_CHECK(!runs_seg || szx::count_bad_runs(space, nb, rb, mid_off, runs) == 0, kBadRuns);
   KSZ_STREAM_CHECK(mid_total == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
                    " bytes, the leading codes say ", mid_total);
   timer.mark("offsets");

@@ -14,6 +14,7 @@
 #include "portable/lossless/lossless.hpp"
 #include "portable/predict/spline/spline.hpp"
 #include "tests/common/fields.hpp"
+#include "tests/common/stream_parts.hpp"
 
 namespace ksz::test {
 namespace {
@@ -145,9 +146,10 @@ void run_other_predictors() {
 }
 
 // The decoder's offsets kernel with one and three CTAs: each takes hundreds
-// or thousands of groups, so its run is scanned in several rounds and its
-// leading codes summed in several windows; the last block is partial and
-// coded (its last code byte part codes).
+// or thousands of groups, so its run is scanned in several rounds and (on a
+// stream without segment 21, as format 1.2 writers left them) its leading
+// codes summed in several windows; the last block is partial and coded (its
+// last code byte part codes).
 template <class T>
 void szx_offsets_few_ctas() {
   struct Limit {
@@ -161,9 +163,17 @@ void szx_offsets_few_ctas() {
   opt.bound = 1e-3;
   opt.predictor = PredictorId::SZx;
   opt.szx_block = 128;
+  opt.backend = Backend::Cuda;
+  const auto stream = compress(f.data(), sizeof(T) == 4 ? DType::F32 : DType::F64, d, opt);
+  const Field want = decompress(stream.data(), stream.size(), Backend::Cuda);
+  Parts p = split(stream);
+  p.erase(container::SegmentId::SzxMidRuns);
+  const auto without = p.write();
   for (const unsigned ctas : {1u, 3u}) {
     cuda_spec::szx_limit_offset_ctas(ctas);
     expect_same_as_portable(f, d, opt, "szx b128, offsets on " + std::to_string(ctas) + " CTAs");
+    const Field got = decompress(without.data(), without.size(), Backend::Cuda);
+    EXPECT_TRUE(got.bytes == want.bytes) << "szx b128 without segment 21, offsets on " << ctas << " CTAs";
   }
 }
 TEST(CudaSpecializations, SzxOffsetsOnFewCtasF32) { szx_offsets_few_ctas<float>(); }

@@ -353,7 +353,9 @@ TEST(SzxHostPaths, LeadSumRejectsWhereCountMidDoes) {
 #endif
 
 // ---- Pinned bytes: the SZx format has no golden file; these hashes of the
-// streams the first encoder wrote (commit 6b35da2) pin it on every backend.
+// streams the first encoder wrote (commit 6b35da2) pin it on every backend,
+// read without segment 21 (format 1.3's mid-byte runs, which that encoder
+// did not write); `full` pins the whole stream with it.
 // Inputs from integer arithmetic and exact double operations only, so they
 // are the same on every machine: coded, constant, noisy, wide-range and
 // subnormal stretches, a NaN and an Inf (verbatim blocks).
@@ -391,20 +393,29 @@ TYPED_TEST(Szx, StreamBytesPinned) {
     ErrorMode mode;
     double bound;
     std::uint32_t block;
-    std::uint64_t hash;
+    std::uint64_t hash, full;
   };
   const Pin pins[] = {
-      {false, ErrorMode::REL, 1e-3, 1, 0xd38471faa80c763aull},    {false, ErrorMode::REL, 1e-3, 7, 0x555107dad4fe3303ull},
-      {false, ErrorMode::REL, 1e-3, 128, 0x296b645e29198c19ull},  {false, ErrorMode::REL, 1e-3, 1024, 0xde671d384e1d0468ull},
-      {false, ErrorMode::REL, 1e-6, 64, 0x5ac07a964f21c726ull},   {false, ErrorMode::ABS, 0.5, 128, 0x07711b3910253d7dull},
-      {true, ErrorMode::ABS, 1e-9, 7, 0x80d6ec504b212da4ull},     {true, ErrorMode::ABS, 1e-9, 128, 0x5f77af58c89fe1ccull},
-      {true, ErrorMode::REL, 1e-3, 1000, 0x371fce22d129bcf2ull},  {true, ErrorMode::REL, 1e-12, 4096, 0xb4ffe400866829e6ull},
+      {false, ErrorMode::REL, 1e-3, 1, 0xd38471faa80c763aull, 0x8654bdf2e350e379ull},
+      {false, ErrorMode::REL, 1e-3, 7, 0x555107dad4fe3303ull, 0xa5ad6fc4fadf2ccaull},
+      {false, ErrorMode::REL, 1e-3, 128, 0x296b645e29198c19ull, 0x6562681273d4c267ull},
+      {false, ErrorMode::REL, 1e-3, 1024, 0xde671d384e1d0468ull, 0x953d8ff75c5abc10ull},
+      {false, ErrorMode::REL, 1e-6, 64, 0x5ac07a964f21c726ull, 0x4bb842d943678de1ull},
+      {false, ErrorMode::ABS, 0.5, 128, 0x07711b3910253d7dull, 0xa68665dbf160484dull},
+      {true, ErrorMode::ABS, 1e-9, 7, 0x80d6ec504b212da4ull, 0x84d14e89c815a823ull},
+      {true, ErrorMode::ABS, 1e-9, 128, 0x5f77af58c89fe1ccull, 0x9a4e7bd4302017c7ull},
+      {true, ErrorMode::REL, 1e-3, 1000, 0x371fce22d129bcf2ull, 0xd5848486746f26f8ull},
+      {true, ErrorMode::REL, 1e-12, 4096, 0xb4ffe400866829e6ull, 0x65c8b541369e1e23ull},
   };
   for (const Pin& p : pins) {
     const auto s = p.f64 ? szx_round_trip<double>(b, in64, d, p.mode, p.bound, p.block)
                          : szx_round_trip<float>(b, in, d, p.mode, p.bound, p.block);
-    EXPECT_EQ(fnv1a(s), p.hash) << (p.f64 ? "f64 " : "f32 ") << to_string(p.mode) << " " << p.bound << " block "
-                                << p.block << std::hex << ": 0x" << fnv1a(s);
+    Parts first = split(s);
+    first.erase(container::SegmentId::SzxMidRuns);
+    std::ostringstream what;
+    what << (p.f64 ? "f64 " : "f32 ") << to_string(p.mode) << " " << p.bound << " block " << p.block;
+    EXPECT_EQ(fnv1a(first.write()), p.hash) << what.str() << std::hex << ": 0x" << fnv1a(first.write());
+    EXPECT_EQ(fnv1a(s), p.full) << what.str() << std::hex << ": 0x" << fnv1a(s);
   }
 }
 
@@ -493,6 +504,88 @@ TYPED_TEST(Szx, HostileStreamsRejected) {
     Parts p = base;
     p.h.dtype = DType::F64;
     expect_corrupt(p, "dtype");
+  }
+}
+
+// Segment 21 (the runs' mid-byte counts): a count changed, two swapped or a
+// byte moved between runs (the total unchanged), the segment a byte long or
+// short, all rejected; without it the stream still decodes, to the same
+// values. Blocks of 128 (the CUDA one-pass decoder), 64 and 1000 (the
+// two-pass one), both types.
+template <class T>
+void hostile_runs(Backend b, std::uint32_t block) {
+  using container::SegmentId;
+  const Dims d = dims_of({20000});
+  auto in = make_field<T>(Pattern::Noisy, d);
+  in[7000] = std::numeric_limits<T>::quiet_NaN();  // a verbatim block
+  Options opt;
+  opt.predictor = PredictorId::SZx;
+  opt.mode = ErrorMode::REL;
+  opt.bound = 1e-3;
+  opt.backend = b;
+  opt.szx_block = block;
+  const auto good = compress(in.data(), dt<T>(), d, opt);
+  const Field want = decompress(good.data(), good.size(), b);
+  const Parts base = split(good);
+  const std::string what = std::string(sizeof(T) == 4 ? "f32" : "f64") + " block " + std::to_string(block) + ": ";
+  const auto expect_corrupt = [&](const Parts& p, const char* how) {
+    const auto s = p.write();
+    try {
+      decompress(s.data(), s.size(), b);
+      ADD_FAILURE() << what << how << ": accepted";
+    } catch (const CorruptStream& e) {
+      EXPECT_NE(std::string(e.what()).find("run"), std::string::npos) << what << how << ": " << e.what();
+    }
+  };
+  Parts q = base;
+  std::vector<std::uint8_t>& runs = q.seg(SegmentId::SzxMidRuns);
+  ASSERT_EQ(runs.size(), 2 * szx::run_count((d.count() + block - 1) / block, szx::run_blocks<T>(block))) << what;
+  ASSERT_GE(runs.size(), 8u) << what;
+  const auto get = [&](const Parts& p, std::size_t r) {
+    const auto& v = const_cast<Parts&>(p).seg(SegmentId::SzxMidRuns);
+    return v[2 * r] | v[2 * r + 1] << 8;
+  };
+  const auto put = [](Parts& p, std::size_t r, unsigned x) {
+    auto& v = p.seg(SegmentId::SzxMidRuns);
+    v[2 * r] = static_cast<std::uint8_t>(x), v[2 * r + 1] = static_cast<std::uint8_t>(x >> 8);
+  };
+  {
+    Parts p = base;
+    put(p, 1, get(p, 1) + 1);
+    expect_corrupt(p, "a count one more");
+  }
+  {
+    Parts p = base;
+    ASSERT_NE(get(p, 0), get(p, 2)) << what;
+    const unsigned a = get(p, 0), c = get(p, 2);
+    put(p, 0, c), put(p, 2, a);
+    expect_corrupt(p, "two counts swapped");
+  }
+  {
+    Parts p = base;
+    put(p, 1, get(p, 1) - 1), put(p, 2, get(p, 2) + 1);
+    expect_corrupt(p, "a byte moved to the next run");
+  }
+  for (const int grow : {1, -1}) {
+    Parts p = base;
+    auto& v = p.seg(SegmentId::SzxMidRuns);
+    if (grow > 0) v.push_back(0);
+    else v.pop_back();
+    const auto s = p.write();
+    EXPECT_THROW(decompress(s.data(), s.size(), b), CorruptStream) << what << "segment 21 " << grow << " byte";
+  }
+  Parts without = base;
+  without.erase(SegmentId::SzxMidRuns);
+  const auto s = without.write();
+  const Field got = decompress(s.data(), s.size(), b);
+  EXPECT_TRUE(got.bytes == want.bytes) << what << "decoded without segment 21";
+}
+
+TYPED_TEST(Szx, HostileRunCountsRejected) {
+  const Backend b = backend_of<TypeParam>();
+  for (const std::uint32_t block : {128u, 64u, 1000u}) {
+    hostile_runs<float>(b, block);
+    hostile_runs<double>(b, block);
   }
 }
 

@@ -686,6 +686,60 @@ std::uint64_t exclusive_offsets(const ExecSpace& space, std::uint64_t nb, Count 
   return total;
 }
 
+// Segment 21 (FORMAT.md "Mid-byte runs", format 1.3): the mid-bytes of each
+// run of run_blocks consecutive blocks (16 KiB of input values, at least one
+// block), u16 little-endian, so that a decoder finds every run's place from
+// the kinds and these counts without reading the leading codes twice. A
+// reader may ignore them; one that uses them checks each against the codes.
+constexpr std::uint32_t kRunBytes = 16384;
+template <class T>
+KOKKOS_INLINE_FUNCTION constexpr std::uint32_t run_blocks(std::uint32_t block) {
+  return block <= kRunBytes / sizeof(T) ? static_cast<std::uint32_t>(kRunBytes / sizeof(T) / block) : 1u;
+}
+inline std::uint64_t run_count(std::uint64_t nb, std::uint32_t rb) { return (nb + rb - 1) / rb; }
+// Run r's mid-bytes from the blocks' exclusive offsets off(b), b in [0, nb]
+// (at most max(16 KiB, one block of 4096 f64 values): a u16).
+template <class Off>
+KOKKOS_INLINE_FUNCTION std::uint64_t run_mid(const Off& off, std::uint64_t r, std::uint64_t nb, std::uint32_t rb) {
+  const std::uint64_t b0 = r * rb, b1 = b0 + rb < nb ? b0 + rb : nb;
+  return off(b1) - off(b0);
+}
+
+// The runs' counts into runs (2 run_count bytes).
+template <class ExecSpace, class Off>
+void put_runs(const ExecSpace& space, std::uint64_t nb, std::uint32_t rb, Off off,
+              Kokkos::View<std::uint8_t*, typename ExecSpace::memory_space> runs) {
+  Kokkos::parallel_for(
+      "ksz::szx::runs", Kokkos::RangePolicy<ExecSpace>(space, 0, run_count(nb, rb)),
+      KOKKOS_LAMBDA(const std::uint64_t r) {
+        const std::uint64_t v = run_mid(off, r, nb, rb);
+        runs(2 * r) = static_cast<std::uint8_t>(v);
+        runs(2 * r + 1) = static_cast<std::uint8_t>(v >> 8);
+      });
+}
+
+// Decompression check: the runs whose stored count is not what the leading
+// codes give.
+template <class Mem, class Off>
+struct CountBadRuns {
+  Off off;
+  std::uint64_t nb;
+  std::uint32_t rb;
+  Kokkos::View<const std::uint8_t*, Mem> runs;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::uint64_t r, std::uint64_t& acc) const {
+    const std::uint64_t stored = runs(2 * r) | std::uint64_t(runs(2 * r + 1)) << 8;
+    acc += run_mid(off, r, nb, rb) != stored ? 1 : 0;
+  }
+};
+template <class ExecSpace, class Off>
+std::uint64_t count_bad_runs(const ExecSpace& space, std::uint64_t nb, std::uint32_t rb, Off off,
+                             Kokkos::View<const std::uint8_t*, typename ExecSpace::memory_space> runs) {
+  std::uint64_t bad = 0;
+  Kokkos::parallel_reduce("ksz::szx::check_runs", Kokkos::RangePolicy<ExecSpace>(space, 0, run_count(nb, rb)),
+                          CountBadRuns<typename ExecSpace::memory_space, Off>{off, nb, rb, runs}, bad);
+  return bad;
+}
+
 // Compression pass 1: kind, median and mid-byte count per block.
 template <class ExecSpace, class T>
 void plan(const ExecSpace& space, Kokkos::View<const T*, typename ExecSpace::memory_space> in,
