@@ -1015,8 +1015,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
 }
 
 // Decoding finds each group's offsets (its blocks before it by kind, its
-// mid-bytes before it) from the kinds and leading codes alone first
-// (offsets_kernel), then decode_kernel decodes with them. One kernel did both
+// mid-bytes before it) from the kinds and segment 21's counts (or, without
+// it, the leading codes) first (offsets_kernel), then decode_kernel decodes with them. One kernel did both
 // with look-backs, and its warps spent a third of their time at barriers
 // while one of them looked back.
 // After Result in the state buffer: three arrays of kMaxOffsetCtas words
@@ -1060,10 +1060,10 @@ __device__ __forceinline__ bool code_over(std::uint32_t x, int nbytes) {
 //     near DRAM speed (11 us for the 33.5 MB of a 512^3 field's codes; a warp
 //     a group, waiting on each group's place in turn, took 15-17);
 //  4. the runs' mid-byte sums and a block scan as in 2.
-// Runs: the stream stores each group's mid-bytes (segment 21: a group is a
-// run of it), so step 1 reads them beside the kinds, the two sums share one
-// grid.sync and step 3 (reading every leading code) is not needed;
-// decode_kernel checks each against its codes.
+// Stored: the stream stores each group's mid-bytes (segment 21, whose runs
+// of blocks are the groups), so step 1 reads them beside the kinds, the two
+// sums share one grid.sync and step 3 (reading every leading code) is not
+// needed; decode_kernel checks each against its codes.
 // A code over its value's nbytes (a hostile stream) is decode_kernel's to
 // report: it reads each code with its block's nbytes.
 constexpr int kRunWindow = 1024;  // groups of a run step 3 takes at once (its shared memory)
@@ -1093,17 +1093,84 @@ __device__ __forceinline__ void scan_run(const unsigned long long* in, unsigned 
   __syncthreads();  // the run's places, for the CTA's warps
 }
 
-template <class T, int C, int NB, bool Runs>
+// Step 3 of offsets_kernel (a stream without segment 21): each group of the
+// CTA's run [g0, g1) gets its coded bytes (ga.mids) less its leading codes'
+// sum, a window of the run at a time: its groups' first coded blocks, then its
+// codes from the first group's to where the next group's start (the run's last
+// group: the run's end, or the lead total; the stream's last code byte holds
+// only the last value's codes, the rest are not codes). Returns the thread's
+// part of the run's sum.
+template <class SH>
+__device__ __forceinline__ std::uint64_t mids_from_codes(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups,
+                                                         std::uint64_t g0, std::uint64_t g1, std::uint64_t run_end,
+                                                         std::uint8_t last_kind, const std::uint8_t* __restrict__ lead,
+                                                         std::uint64_t lead_size, const GroupArrays& ga) {
+  constexpr std::uint32_t kPiecesPerBlock = SH::kLeadPerBlock / 16;
+  static_assert(SH::kLeadPerBlock % 16 == 0, "whole pieces a block");
+  __shared__ std::uint64_t first[kRunWindow + 1];  // the window's groups' first coded block
+  __shared__ unsigned codes[kRunWindow];           // and their codes' sums
+  const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
+  const bool last_cut = szx::is_coded(last_kind) && llen % 4 != 0;
+  const std::uint64_t lead_total = lead_total_of<SH>(last_kind, n, nb, run_end);
+  std::uint64_t run = 0;
+  for (std::uint64_t w0 = g0; w0 < g1; w0 += kRunWindow) {
+    const std::uint64_t w1 = std::min<std::uint64_t>(g1, w0 + kRunWindow);
+    const int count = static_cast<int>(w1 - w0);
+    for (int i = threadIdx.x; i <= count; i += kThreads) {
+      first[i] = (w0 + i < g1 ? ga.counts_before[w0 + i] : run_end) >> kCountShift;
+      if (i < count) codes[i] = 0;
+    }
+    __syncthreads();
+    const bool end = w1 == ngroups;
+    const std::uint64_t from = first[0] * SH::kLeadPerBlock, to = end ? lead_total : first[count] * SH::kLeadPerBlock;
+    const std::uint64_t pieces = (to - from + 15) / 16;
+#pragma unroll 4
+    for (std::uint64_t p = threadIdx.x; p < pieces; p += kThreads) {
+      const std::uint64_t at = from + 16 * p;
+      uint4 x;
+      if (at + 16 <= to && at + 16 <= lead_size && !(last_cut && end && at + 16 == to) &&
+          (reinterpret_cast<std::uintptr_t>(lead + at) & 15) == 0) {
+        x = *reinterpret_cast<const uint4*>(lead + at);
+      } else {  // the stream's end, or the segment's (reading zeros past it)
+        std::uint32_t v[4] = {0, 0, 0, 0};
+        for (int i = 0; i < 16; ++i) {
+          const std::uint64_t a = at + i;
+          std::uint32_t byte = a < to && a < lead_size ? lead[a] : 0u;
+          if (last_cut && end && a + 1 == to) byte &= 0xffu << (8 - 2 * (llen % 4));
+          v[i / 4] |= byte << (8 * (i % 4));
+        }
+        x = make_uint4(v[0], v[1], v[2], v[3]);
+      }
+      // The piece's group: the last whose first coded block is at or below
+      // the piece's block.
+      const std::uint64_t blk = first[0] + p / kPiecesPerBlock;
+      int lo = 0, hi = count - 1;
+      while (lo < hi) {
+        const int m = (lo + hi + 1) / 2;
+        if (first[m] <= blk) lo = m;
+        else hi = m - 1;
+      }
+      atomicAdd(&codes[lo], code_sum(x.x) + code_sum(x.y) + code_sum(x.z) + code_sum(x.w));
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < count; i += kThreads) {
+      const std::uint64_t bytes = ga.mids[w0 + i], sum = bytes > codes[i] ? bytes - codes[i] : 0;
+      ga.mids[w0 + i] = sum;
+      run += sum;
+    }
+    __syncthreads();  // first and codes, for the next window
+  }
+  return run;
+}
+
+template <class T, int C, int NB, bool Stored>
 __global__ void __launch_bounds__(kThreads)
     offsets_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
                    const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
-                   const std::uint16_t* __restrict__ runs, unsigned long long* __restrict__ state) {
+                   const std::uint16_t* __restrict__ stored, unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
   constexpr int kWords = SH::kBlocks / 8;  // 8-kind words a group: 1, 2 or 4
-  constexpr std::uint32_t kPiecesPerBlock = SH::kLeadPerBlock / 16;
-  static_assert(SH::kBlocks % 8 == 0 && SH::kLeadPerBlock % 16 == 0, "shapes");
-  __shared__ std::uint64_t first[kRunWindow + 1];  // the window's groups' first coded block
-  __shared__ unsigned codes[kRunWindow];           // and their codes' sums
+  static_assert(SH::kBlocks % 8 == 0, "whole 8-kind words a group");
   const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
   Result* const result = result_of(state, ngroups);
   const GroupArrays ga = group_arrays(state, ngroups);
@@ -1118,7 +1185,7 @@ __global__ void __launch_bounds__(kThreads)
   // 1. Word i of the run holds blocks g0 * kBlocks + 8i.. (past nb:
   // constant); a group's kWords words are adjacent threads. The counts wait
   // in ga.counts_before for step 2's scan, the bytes in ga.mids for step 3
-  // (Runs: the group's mid-bytes for step 4).
+  // (Stored: the group's mid-bytes, for step 4).
   bool bad = false;
   std::uint64_t run = 0, run_mid = 0;
   for (std::uint64_t base = 0; base < (g1 - g0) * kWords; base += kThreads) {
@@ -1127,7 +1194,7 @@ __global__ void __launch_bounds__(kThreads)
     const auto add = [&](std::uint8_t k, std::uint64_t b) {
       k = checked(k, bad);
       c += counts_of(k);
-      if (!Runs && szx::is_coded(k)) bytes += std::uint64_t(szx::block_len(b, n, SH::kBlock)) * szx::bytes_of(k);
+      if (!Stored && szx::is_coded(k)) bytes += std::uint64_t(szx::block_len(b, n, SH::kBlock)) * szx::bytes_of(k);
     };
     if (i < (g1 - g0) * kWords) {
       if (b0 + 8 <= nb && (reinterpret_cast<std::uintptr_t>(kinds + b0) & 7) == 0) {
@@ -1142,22 +1209,22 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int o = 1; o < kWords; o <<= 1) {
       c += __shfl_xor_sync(warp::kFull, c, o);
-      if constexpr (!Runs) bytes += __shfl_xor_sync(warp::kFull, bytes, o);
+      if constexpr (!Stored) bytes += __shfl_xor_sync(warp::kFull, bytes, o);
     }
     if (i < (g1 - g0) * kWords && i % kWords == 0) {
       const std::uint64_t g = g0 + i / kWords;
       ga.counts_before[g] = c;
-      if constexpr (Runs) bytes = runs[g], run_mid += bytes;
+      if constexpr (Stored) bytes = stored[g], run_mid += bytes;
       ga.mids[g] = bytes;
       run += c;
     }
   }
   const bool bad_kind = __syncthreads_or(bad);
   run = cta_sum(run);
-  if constexpr (Runs) run_mid = cta_sum(run_mid);
+  if constexpr (Stored) run_mid = cta_sum(run_mid);
   if (threadIdx.x == 0) {
     ga.run_counts[blockIdx.x] = run, ga.run_status[blockIdx.x] = bad_kind ? kBadKind : 0;
-    if constexpr (Runs) ga.run_mids[blockIdx.x] = run_mid;
+    if constexpr (Stored) ga.run_mids[blockIdx.x] = run_mid;
   }
   grid.sync();
 
@@ -1169,70 +1236,15 @@ __global__ void __launch_bounds__(kThreads)
   if (g0 < g1 && g1 == ngroups && threadIdx.x == 0)  // the decoder's last group writes the mid-bytes' total
     put_totals<SH>(result, last_kind, n, nb, run_end, 0);
 
-  if constexpr (!Runs) {
-    // 3. A window of the run at a time: its groups' first coded blocks, then
-    // its codes from the first group's to where the next group's start (the
-    // run's last group: the run's end, or the lead total; the stream's last
-    // code byte holds only the last value's codes, the rest are not codes).
-    const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
-    const bool last_cut = szx::is_coded(last_kind) && llen % 4 != 0;
-    const std::uint64_t lead_total = lead_total_of<SH>(last_kind, n, nb, run_end);
-    run = 0;
-    for (std::uint64_t w0 = g0; w0 < g1; w0 += kRunWindow) {
-      const std::uint64_t w1 = std::min<std::uint64_t>(g1, w0 + kRunWindow);
-      const int count = static_cast<int>(w1 - w0);
-      for (int i = threadIdx.x; i <= count; i += kThreads) {
-        first[i] = (w0 + i < g1 ? ga.counts_before[w0 + i] : run_end) >> kCountShift;
-        if (i < count) codes[i] = 0;
-      }
-      __syncthreads();
-      const bool end = w1 == ngroups;
-      const std::uint64_t from = first[0] * SH::kLeadPerBlock, to = end ? lead_total : first[count] * SH::kLeadPerBlock;
-      const std::uint64_t pieces = (to - from + 15) / 16;
-#pragma unroll 4
-      for (std::uint64_t p = threadIdx.x; p < pieces; p += kThreads) {
-        const std::uint64_t at = from + 16 * p;
-        uint4 x;
-        if (at + 16 <= to && at + 16 <= lead_size && !(last_cut && end && at + 16 == to) &&
-            (reinterpret_cast<std::uintptr_t>(lead + at) & 15) == 0) {
-          x = *reinterpret_cast<const uint4*>(lead + at);
-        } else {  // the stream's end, or the segment's (reading zeros past it)
-          std::uint32_t v[4] = {0, 0, 0, 0};
-          for (int i = 0; i < 16; ++i) {
-            const std::uint64_t a = at + i;
-            std::uint32_t byte = a < to && a < lead_size ? lead[a] : 0u;
-            if (last_cut && end && a + 1 == to) byte &= 0xffu << (8 - 2 * (llen % 4));
-            v[i / 4] |= byte << (8 * (i % 4));
-          }
-          x = make_uint4(v[0], v[1], v[2], v[3]);
-        }
-        // The piece's group: the last whose first coded block is at or below
-        // the piece's block.
-        const std::uint64_t blk = first[0] + p / kPiecesPerBlock;
-        int lo = 0, hi = count - 1;
-        while (lo < hi) {
-          const int m = (lo + hi + 1) / 2;
-          if (first[m] <= blk) lo = m;
-          else hi = m - 1;
-        }
-        atomicAdd(&codes[lo], code_sum(x.x) + code_sum(x.y) + code_sum(x.z) + code_sum(x.w));
-      }
-      __syncthreads();
-      for (int i = threadIdx.x; i < count; i += kThreads) {
-        const std::uint64_t bytes = ga.mids[w0 + i], sum = bytes > codes[i] ? bytes - codes[i] : 0;
-        ga.mids[w0 + i] = sum;
-        run += sum;
-      }
-      __syncthreads();  // first and codes, for the next window
-    }
-    run = cta_sum(run);
-    if (threadIdx.x == 0) ga.run_mids[blockIdx.x] = run;
+  if constexpr (!Stored) {  // 3.
+    run_mid = cta_sum(mids_from_codes<SH>(n, nb, ngroups, g0, g1, run_end, last_kind, lead, lead_size, ga));
+    if (threadIdx.x == 0) ga.run_mids[blockIdx.x] = run_mid;
     grid.sync();
   }
 
   // 4.
   scan_run(ga.mids, ga.mids_before, g0, g1, runs_before(ga.run_mids));
-  if (blockIdx.x == 0) {  // the status: every run's bits (decode_kernel may add kBadCode)
+  if (blockIdx.x == 0) {  // the status: every run's bits (decode_kernel may add kBadCode, kBadRuns)
     bool any = false;
     for (unsigned i = threadIdx.x; i < gridDim.x; i += kThreads) any = any || __ldcg(ga.run_status + i) != 0;
     any = __syncthreads_or(any);
@@ -1760,7 +1772,8 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
   bool launched = false;
   with_shape<T>(g, [&](auto c, auto nbw) {
     constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
-    const auto offsets = runs ? onepass::offsets_kernel<T, C, NB, true> : onepass::offsets_kernel<T, C, NB, false>;
+    const auto offsets = runs ? onepass::offsets_kernel<T, C, NB, true>  // segment 21's counts
+                              : onepass::offsets_kernel<T, C, NB, false>;
     const unsigned ctas = offset_ctas(offsets, g.ngroups);
     if (ctas == 0) return;
     std::uint64_t n_ = n, nb_ = g.nb, ngroups_ = g.ngroups, lead_size_ = lead_size;

@@ -103,8 +103,8 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   Kokkos::View<T*, Mem> medians;
   Kokkos::View<std::uint8_t*, Mem> runs;  // segment 21: 2 bytes a run
   auto allocate_runs = [&] {
-    runs = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::runs")),
-                                            2 * nruns);
+    runs = Kokkos::View<std::uint8_t*, Mem>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::runs")), 2 * nruns);
   };
   auto allocate_heads = [&] {
     kinds = Kokkos::View<std::uint8_t*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::kinds")), nb);
