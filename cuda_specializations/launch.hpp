@@ -29,6 +29,17 @@ inline int sm_count() {
   return count;
 }
 
+// Compute capability major of the current device (read once).
+inline int device_major() {
+  static const int major = [] {
+    int dev = 0, m = 0;
+    check(cudaGetDevice(&dev), "cudaGetDevice");
+    check(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev), "compute capability");
+    return m;
+  }();
+  return major;
+}
+
 // Blocks of `threads` threads and `shared` bytes of dynamic shared memory that
 // are resident at once on the device (at least one); allows the kernel more
 // than 48 KiB of dynamic shared memory when it asks for it. Worked out once a

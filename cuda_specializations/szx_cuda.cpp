@@ -1172,6 +1172,9 @@ __global__ void __launch_bounds__(kThreads)
   constexpr int kWords = SH::kBlocks / 8;  // 8-kind words a group: 1, 2 or 4
   static_assert(SH::kBlocks % 8 == 0, "whole 8-kind words a group");
   const cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();  // decode_kernel's CTAs may start (they wait for this grid's end)
+#endif
   Result* const result = result_of(state, ngroups);
   const GroupArrays ga = group_arrays(state, ngroups);
   const std::uint64_t per = (ngroups + gridDim.x - 1) / gridDim.x;
@@ -1401,11 +1404,11 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
   for (int j = 0; j < NB; ++j) {
     const int t = w * NB + j;
     const std::uint64_t b = b0 + j;
-    if (b >= nb) break;
+    if (!Full && b >= nb) break;  // (Full: every block of the group is whole)
     const std::uint8_t kind = sh.kind[t];
     T* const dst = out + b * kBlock;
     if (kind == szx::kVerbatim) {
-      const std::uint32_t len = szx::block_len(b, n, kBlock);
+      const std::uint32_t len = Full ? kBlock : szx::block_len(b, n, kBlock);
       const std::uint64_t vo = sh.verb[t] * kBlock;
 #pragma unroll
       for (int c = 0; c < C; ++c) {
@@ -1507,6 +1510,9 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
   __shared__ Shared<T, SH::kBlocks> sh;
   static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte copies");
   const std::uint64_t g = blockIdx.x;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();  // offsets_kernel's results (launched as its programmatic dependent)
+#endif
   if (SH::full(g, n, out))
     decode_group<T, C, NB, true>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
                                  out, check_runs, state, stage, sh, g);
@@ -1791,9 +1797,19 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
       return;
     }
     check(e, "szx offsets_kernel");
-    onepass::decode_kernel<T, C, NB><<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(
-        n, g.nb, g.ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_values, out, runs != nullptr,
-        sp);
+    // A programmatic dependent of offsets_kernel (Hopper and later): its CTAs
+    // are resident by the time the offsets are done.
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(g.ngroups));
+    cfg.blockDim = dim3(kThreads);
+    cfg.stream = st;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    if (launch::device_major() >= 9) cfg.attrs = &attr, cfg.numAttrs = 1;
+    check(cudaLaunchKernelEx(&cfg, onepass::decode_kernel<T, C, NB>, n, g.nb, g.ngroups, kinds, medians, lead,
+                             lead_size, mid, mid_size, verb, verb_values, out, runs != nullptr, sp),
+          "szx decode_kernel");
     launched = true;
   });
   if (!launched) return false;  // the caller's two-pass path
