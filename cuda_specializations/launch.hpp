@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "src/core/error.hpp"
@@ -29,15 +30,22 @@ inline int sm_count() {
   return count;
 }
 
-// Compute capability major of the current device (read once).
-inline int device_major() {
-  static const int major = [] {
-    int dev = 0, m = 0;
-    check(cudaGetDevice(&dev), "cudaGetDevice");
-    check(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, dev), "compute capability");
-    return m;
-  }();
-  return major;
+// The virtual architecture a kernel's code was compiled for
+// (cudaFuncAttributes::ptxVersion: 90 for Hopper), remembered per kernel:
+// only code for 90 or later can wait for a programmatic dependency (code
+// JIT-compiled from older PTX cannot, whatever device runs it).
+template <class Kernel>
+int ptx_version(Kernel kernel) {
+  static std::mutex mutex;
+  static std::vector<std::pair<const void*, int>> known;
+  const void* const k = reinterpret_cast<const void*>(kernel);
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& e : known)
+    if (e.first == k) return e.second;
+  cudaFuncAttributes a{};
+  check(cudaFuncGetAttributes(&a, kernel), "kernel attributes");
+  known.emplace_back(k, a.ptxVersion);
+  return a.ptxVersion;
 }
 
 // Blocks of `threads` threads and `shared` bytes of dynamic shared memory that

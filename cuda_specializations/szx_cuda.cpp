@@ -1797,8 +1797,9 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
       return;
     }
     check(e, "szx offsets_kernel");
-    // A programmatic dependent of offsets_kernel (Hopper and later): its CTAs
-    // are resident by the time the offsets are done.
+    // A programmatic dependent of offsets_kernel where the code can wait for
+    // it (compiled for Hopper or later): its CTAs are resident by the time
+    // the offsets are done.
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(static_cast<unsigned>(g.ngroups));
     cfg.blockDim = dim3(kThreads);
@@ -1806,9 +1807,10 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr.val.programmaticStreamSerializationAllowed = 1;
-    if (launch::device_major() >= 9) cfg.attrs = &attr, cfg.numAttrs = 1;
-    check(cudaLaunchKernelEx(&cfg, onepass::decode_kernel<T, C, NB>, n, g.nb, g.ngroups, kinds, medians, lead,
-                             lead_size, mid, mid_size, verb, verb_values, out, runs != nullptr, sp),
+    const auto decode = onepass::decode_kernel<T, C, NB>;
+    if (launch::ptx_version(decode) >= 90) cfg.attrs = &attr, cfg.numAttrs = 1;
+    check(cudaLaunchKernelEx(&cfg, decode, n, g.nb, g.ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb,
+                             verb_values, out, runs != nullptr, sp),
           "szx decode_kernel");
     launched = true;
   });

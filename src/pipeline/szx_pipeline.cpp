@@ -59,7 +59,7 @@ struct OffsetsMid {
 };
 #endif
 
-constexpr const char* kBadRuns = "SZx mid-byte run counts disagree with the leading codes";
+constexpr const char* kBadRunsMessage = "SZx mid-byte run counts disagree with the leading codes";
 
 }  // namespace
 
@@ -356,7 +356,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
       KSZ_STREAM_CHECK(tot.verb * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
                        " bytes, the block kinds say ", tot.verb * sizeof(T));
       KSZ_STREAM_CHECK(!bad_codes, "SZx leading code longer than its value");
-      KSZ_STREAM_CHECK(!bad_runs(), kBadRuns);
+      KSZ_STREAM_CHECK(!bad_runs(), kBadRunsMessage);
       KSZ_STREAM_CHECK(tot.mid == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
                        " bytes, the leading codes say ", tot.mid);
     };
@@ -430,7 +430,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const Kokkos::View<const std::uint64_t*, Mem> mc = mid_count;
   const auto mid_total = szx::exclusive_offsets(
       space, nb, KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t { return mc(b); }, mid_off);
-  KSZ_STREAM_CHECK(!runs_seg || szx::count_bad_runs(space, nb, rb, mid_off, runs) == 0, kBadRuns);
+  KSZ_STREAM_CHECK(!runs_seg || szx::count_bad_runs(space, nb, rb, mid_off, runs) == 0, kBadRunsMessage);
   KSZ_STREAM_CHECK(mid_total == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
                    " bytes, the leading codes say ", mid_total);
   timer.mark("offsets");

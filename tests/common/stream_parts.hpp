@@ -28,6 +28,11 @@ struct Parts {
       if (s.first == id) return s.second;
     throw std::logic_error("no segment");
   }
+  const std::vector<std::uint8_t>& seg(container::SegmentId id) const {
+    for (const auto& s : segs)
+      if (s.first == id) return s.second;
+    throw std::logic_error("no segment");
+  }
   void erase(container::SegmentId id) {
     for (auto it = segs.begin(); it != segs.end(); ++it)
       if (it->first == id) {

@@ -537,13 +537,12 @@ void hostile_runs(Backend b, std::uint32_t block) {
       EXPECT_NE(std::string(e.what()).find("run"), std::string::npos) << what << how << ": " << e.what();
     }
   };
-  Parts q = base;
-  std::vector<std::uint8_t>& runs = q.seg(SegmentId::SzxMidRuns);
+  const std::vector<std::uint8_t>& runs = base.seg(SegmentId::SzxMidRuns);
   ASSERT_EQ(runs.size(), 2 * szx::run_count((d.count() + block - 1) / block, szx::run_blocks<T>(block))) << what;
   ASSERT_GE(runs.size(), 8u) << what;
-  const auto get = [&](const Parts& p, std::size_t r) {
-    const auto& v = const_cast<Parts&>(p).seg(SegmentId::SzxMidRuns);
-    return v[2 * r] | v[2 * r + 1] << 8;
+  const auto get = [](const Parts& p, std::size_t r) {
+    const auto& v = p.seg(SegmentId::SzxMidRuns);
+    return unsigned(v[2 * r] | v[2 * r + 1] << 8);
   };
   const auto put = [](Parts& p, std::size_t r, unsigned x) {
     auto& v = p.seg(SegmentId::SzxMidRuns);
