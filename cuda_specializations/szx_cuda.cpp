@@ -1016,9 +1016,9 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
 
 // Decoding finds each group's offsets (its blocks before it by kind, its
 // mid-bytes before it) from the kinds and segment 21's counts (or, without
-// it, the leading codes) first (offsets_kernel), then decode_kernel decodes with them. One kernel did both
-// with look-backs, and its warps spent a third of their time at barriers
-// while one of them looked back.
+// it, the leading codes) first (offsets_kernel), then decode_kernel decodes
+// with them. One kernel did both with look-backs, and its warps spent a third
+// of their time at barriers while one of them looked back.
 // After Result in the state buffer: three arrays of kMaxOffsetCtas words
 // (offsets_kernel's runs' block counts, mid-bytes and status), then three of
 // ngroups words: each group's packed block counts (counts_of) scanned in
