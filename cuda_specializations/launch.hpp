@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <mutex>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,50 +31,49 @@ inline int sm_count() {
   return count;
 }
 
-// The virtual architecture a kernel's code was compiled for
-// (cudaFuncAttributes::ptxVersion: 90 for Hopper), remembered per kernel:
-// only code for 90 or later can wait for a programmatic dependency (code
-// JIT-compiled from older PTX cannot, whatever device runs it).
-template <class Kernel>
-int ptx_version(Kernel kernel) {
+// f() worked out once per key and remembered (a table per call site): host
+// queries about a kernel that would otherwise run between a synchronization
+// and the launch they size.
+template <class Key, class F>
+int remembered(const Key& key, F&& f) {
   static std::mutex mutex;
-  static std::vector<std::pair<const void*, int>> known;
-  const void* const k = reinterpret_cast<const void*>(kernel);
+  static std::vector<std::pair<Key, int>> known;
   std::lock_guard<std::mutex> lock(mutex);
   for (const auto& e : known)
-    if (e.first == k) return e.second;
-  cudaFuncAttributes a{};
-  check(cudaFuncGetAttributes(&a, kernel), "kernel attributes");
-  known.emplace_back(k, a.ptxVersion);
-  return a.ptxVersion;
+    if (e.first == key) return e.second;
+  known.emplace_back(key, f());
+  return known.back().second;
+}
+
+// The virtual architecture a kernel's code was compiled for
+// (cudaFuncAttributes::ptxVersion: 90 for Hopper): only code for 90 or later
+// can wait for a programmatic dependency (code JIT-compiled from older PTX
+// cannot, whatever device runs it).
+template <class Kernel>
+int ptx_version(Kernel kernel) {
+  return remembered(reinterpret_cast<const void*>(kernel), [&] {
+    cudaFuncAttributes a{};
+    check(cudaFuncGetAttributes(&a, kernel), "kernel attributes");
+    return a.ptxVersion;
+  });
 }
 
 // Blocks of `threads` threads and `shared` bytes of dynamic shared memory that
 // are resident at once on the device (at least one); allows the kernel more
 // than 48 KiB of dynamic shared memory when it asks for it. Worked out once a
-// (kernel, threads, shared) and remembered: the occupancy query ran on the
-// host between a synchronization and the launch it sized (the Huffman
-// encoder's, the lossless pass's, the histograms').
+// (kernel, threads, shared): the occupancy query ran on the host between a
+// synchronization and the launch it sized (the Huffman encoder's, the
+// lossless pass's, the histograms').
 template <class Kernel>
 int resident_blocks(Kernel kernel, int threads, std::size_t shared) {
-  struct Known {
-    const void* kernel;
-    int threads;
-    std::size_t shared;
-    int blocks;
-  };
-  static std::mutex mutex;
-  static std::vector<Known> known;
-  const void* const k = reinterpret_cast<const void*>(kernel);
-  std::lock_guard<std::mutex> lock(mutex);
-  for (const Known& e : known)
-    if (e.kernel == k && e.threads == threads && e.shared == shared) return e.blocks;
-  if (shared > 48 * 1024)
-    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)), "smem attr");
-  int per_sm = 0;
-  check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared), "occupancy");
-  known.push_back({k, threads, shared, sm_count() * (per_sm > 0 ? per_sm : 1)});
-  return known.back().blocks;
+  const std::tuple<const void*, int, std::size_t> key{reinterpret_cast<const void*>(kernel), threads, shared};
+  return remembered(key, [&] {
+    if (shared > 48 * 1024)
+      check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)), "smem attr");
+    int per_sm = 0;
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared), "occupancy");
+    return sm_count() * (per_sm > 0 ? per_sm : 1);
+  });
 }
 
 // Called by every thread of every block after thread 0 stored the block's

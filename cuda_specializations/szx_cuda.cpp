@@ -1022,8 +1022,9 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
 // After Result in the state buffer: three arrays of kMaxOffsetCtas words
 // (offsets_kernel's runs' block counts, mid-bytes and status), then three of
 // ngroups words: each group's packed block counts (counts_of) scanned in
-// place to their exclusive prefix sums, its mid-bytes, and theirs. Nothing
-// needs zeroing first.
+// place to their exclusive prefix sums, its mid-bytes (from the codes, where
+// the stream has no segment 21 to give them), and their exclusive prefix
+// sums. Nothing needs zeroing first.
 constexpr int kMaxOffsetCtas = 1024;
 struct GroupArrays {
   unsigned long long *run_counts, *run_mids, *run_status;  // a word a CTA of offsets_kernel
@@ -1080,8 +1081,9 @@ __device__ __forceinline__ std::uint64_t runs_before(const unsigned long long* _
 }
 // out[g] = before + the run's values before g, for the run [g0, g1) of in
 // (in place where out is in).
-__device__ __forceinline__ void scan_run(const unsigned long long* in, unsigned long long* out, std::uint64_t g0,
-                                         std::uint64_t g1, std::uint64_t before) {
+template <class In>
+__device__ __forceinline__ void scan_run(const In* in, unsigned long long* out, std::uint64_t g0, std::uint64_t g1,
+                                         std::uint64_t before) {
   for (std::uint64_t base = g0; base < g1; base += kThreads) {
     const std::uint64_t g = base + threadIdx.x;
     const std::uint64_t v = g < g1 ? in[g] : 0;
@@ -1188,7 +1190,7 @@ __global__ void __launch_bounds__(kThreads)
   // 1. Word i of the run holds blocks g0 * kBlocks + 8i.. (past nb:
   // constant); a group's kWords words are adjacent threads. The counts wait
   // in ga.counts_before for step 2's scan, the bytes in ga.mids for step 3
-  // (Stored: the group's mid-bytes, for step 4).
+  // (Stored: the run's sum of the stored counts, for step 4).
   bool bad = false;
   std::uint64_t run = 0, run_mid = 0;
   for (std::uint64_t base = 0; base < (g1 - g0) * kWords; base += kThreads) {
@@ -1217,8 +1219,8 @@ __global__ void __launch_bounds__(kThreads)
     if (i < (g1 - g0) * kWords && i % kWords == 0) {
       const std::uint64_t g = g0 + i / kWords;
       ga.counts_before[g] = c;
-      if constexpr (Stored) bytes = stored[g], run_mid += bytes;
-      ga.mids[g] = bytes;
+      if constexpr (Stored) run_mid += stored[g];
+      else ga.mids[g] = bytes;
       run += c;
     }
   }
@@ -1246,7 +1248,8 @@ __global__ void __launch_bounds__(kThreads)
   }
 
   // 4.
-  scan_run(ga.mids, ga.mids_before, g0, g1, runs_before(ga.run_mids));
+  if constexpr (Stored) scan_run(stored, ga.mids_before, g0, g1, runs_before(ga.run_mids));
+  else scan_run(ga.mids, ga.mids_before, g0, g1, runs_before(ga.run_mids));
   if (blockIdx.x == 0) {  // the status: every run's bits (decode_kernel may add kBadCode, kBadRuns)
     bool any = false;
     for (unsigned i = threadIdx.x; i < gridDim.x; i += kThreads) any = any || __ldcg(ga.run_status + i) != 0;
@@ -1271,14 +1274,15 @@ __device__ __forceinline__ int mid_bytes4(std::uint32_t acc, int nbytes, int val
 }
 
 // One group. Full: every block of the group is whole and the output 16-byte
-// aligned, so the `valid` counts are the constant 4 and fold away.
+// aligned, so the `valid` counts are the constant 4 and fold away. stored:
+// segment 21's counts (null for a stream without it), each checked here.
 template <class T, int C, int NB, bool Full>
 __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups,
                                              const std::uint8_t* __restrict__ kinds, const T* __restrict__ medians,
                                              const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
                                              const std::uint8_t* __restrict__ mid, std::uint64_t mid_size,
                                              const T* __restrict__ verb, std::uint64_t verb_size,
-                                             T* __restrict__ out, bool check_runs,
+                                             T* __restrict__ out, const std::uint16_t* __restrict__ stored,
                                              unsigned long long* __restrict__ state,
                                              typename Shape<T, C, NB>::U* __restrict__ stage,
                                              Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
@@ -1297,7 +1301,7 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
     // round trip, not three (the compiler kept them behind the scan).
     // (Lanes 0 and 1 read the group's mid-byte place and total.)
     const std::uint64_t before = ga.counts_before[g];
-    const std::uint64_t sums = lane == 0 ? ga.mids_before[g] : lane == 1 ? ga.mids[g] : 0;
+    const std::uint64_t sums = lane == 0 ? ga.mids_before[g] : lane == 1 ? (stored ? stored[g] : ga.mids[g]) : 0;
     std::uint8_t k = mine ? kinds[b] : szx::kConstant;
     const T med = mine ? medians[b] : T(0);
     // offsets_kernel reported a bad kind; read it as constant here too.
@@ -1395,7 +1399,7 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
     if (lane < SH::kBlocks) sh.mid_off[lane] = incl - mine;
     if (lane == 31) {
       // The group's count in the stream (segment 21) is its codes'.
-      if (check_runs && incl != sh.mid_total) atomicOr(&result_of(state, ngroups)->status, kBadRuns);
+      if (stored && incl != sh.mid_total) atomicOr(&result_of(state, ngroups)->status, kBadRuns);
       if (g + 1 == ngroups) result_of(state, ngroups)->mid = mo + incl;
     }
   }
@@ -1489,12 +1493,13 @@ __device__ __noinline__ void decode_partial_group(std::uint64_t n, std::uint64_t
                                                   const T* __restrict__ medians, const std::uint8_t* __restrict__ lead,
                                                   std::uint64_t lead_size, const std::uint8_t* __restrict__ mid,
                                                   std::uint64_t mid_size, const T* __restrict__ verb,
-                                                  std::uint64_t verb_size, T* __restrict__ out, bool check_runs,
+                                                  std::uint64_t verb_size, T* __restrict__ out,
+                                                  const std::uint16_t* __restrict__ stored,
                                                   unsigned long long* __restrict__ state,
                                                   typename Shape<T, C, NB>::U* __restrict__ stage,
                                                   Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
   decode_group<T, C, NB, false>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size, out,
-                                check_runs, state, stage, sh, g);
+                                stored, state, stage, sh, g);
 }
 
 template <class T, int C, int NB>
@@ -1502,7 +1507,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
     decode_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
                   const T* __restrict__ medians, const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
                   const std::uint8_t* __restrict__ mid, std::uint64_t mid_size, const T* __restrict__ verb,
-                  std::uint64_t verb_size, T* __restrict__ out, bool check_runs,
+                  std::uint64_t verb_size, T* __restrict__ out, const std::uint16_t* __restrict__ stored,
                   unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
@@ -1515,10 +1520,10 @@ __global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
 #endif
   if (SH::full(g, n, out))
     decode_group<T, C, NB, true>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
-                                 out, check_runs, state, stage, sh, g);
+                                 out, stored, state, stage, sh, g);
   else
     decode_partial_group<T, C, NB>(n, nb, ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb, verb_size,
-                                   out, check_runs, state, stage, sh, g);
+                                   out, stored, state, stage, sh, g);
 }
 
 // (C, NB) for a block size; C = 0 when the one-pass kernels do not take it.
@@ -1810,7 +1815,7 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
     const auto decode = onepass::decode_kernel<T, C, NB>;
     if (launch::ptx_version(decode) >= 90) cfg.attrs = &attr, cfg.numAttrs = 1;
     check(cudaLaunchKernelEx(&cfg, decode, n, g.nb, g.ngroups, kinds, medians, lead, lead_size, mid, mid_size, verb,
-                             verb_values, out, runs != nullptr, sp),
+                             verb_values, out, runs, sp),
           "szx decode_kernel");
     launched = true;
   });
