@@ -643,17 +643,16 @@ struct Shared {
 
 // Totals, written by the last group: `counts` packs all blocks' counts
 // (counts_of), lk is the last block's kind.
+// llen: the last block's length.
 template <class SH>
-__device__ __forceinline__ std::uint64_t lead_total_of(std::uint8_t lk, std::uint64_t n, std::uint64_t nb,
-                                                       std::uint64_t counts) {
-  const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
+__device__ __forceinline__ std::uint64_t lead_total_of(std::uint8_t lk, std::uint32_t llen, std::uint64_t counts) {
   return (counts >> kCountShift) * SH::kLeadPerBlock - (szx::is_coded(lk) ? SH::kLeadPerBlock - (llen + 3) / 4 : 0);
 }
 template <class SH>
 __device__ __forceinline__ void put_totals(Result* r, std::uint8_t lk, std::uint64_t n, std::uint64_t nb,
                                            std::uint64_t counts, std::uint64_t mid) {
   const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
-  r->lead = lead_total_of<SH>(lk, n, nb, counts);
+  r->lead = lead_total_of<SH>(lk, llen, counts);
   r->verb = (counts & kCountMask) * SH::kBlock - (lk == szx::kVerbatim ? SH::kBlock - llen : 0);
   r->mid = mid;
 }
@@ -1113,7 +1112,7 @@ __device__ __forceinline__ std::uint64_t mids_from_codes(std::uint64_t n, std::u
   __shared__ unsigned codes[kRunWindow];           // and their codes' sums
   const std::uint32_t llen = szx::block_len(nb - 1, n, SH::kBlock);
   const bool last_cut = szx::is_coded(last_kind) && llen % 4 != 0;
-  const std::uint64_t lead_total = lead_total_of<SH>(last_kind, n, nb, run_end);
+  const std::uint64_t lead_total = lead_total_of<SH>(last_kind, llen, run_end);
   std::uint64_t run = 0;
   for (std::uint64_t w0 = g0; w0 < g1; w0 += kRunWindow) {
     const std::uint64_t w1 = std::min<std::uint64_t>(g1, w0 + kRunWindow);
