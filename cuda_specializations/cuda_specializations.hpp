@@ -339,11 +339,15 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
 // before, not awaited) as the pipeline would (rel: bound times the finite
 // values' span, 0 where none is finite; else bound), so no round trip to the
 // host separates the two kernels. It returns those extremes and the bound it
-// used in mn, mx and used.
+// used in mn, mx and used. find_range (where range is null): the kernel finds
+// the finite values' extremes itself, as it reads them, and returns them in
+// mn, mx (mn > mx where none is finite), so a bound that does not depend on
+// them (ABS) needs no pass over the input before.
 struct SzxBound {
   double bound = 0;
   const double* range = nullptr;
   bool rel = false;
+  bool find_range = false;
   double mn = 0, mx = 0, used = 0;
 };
 template <class T>

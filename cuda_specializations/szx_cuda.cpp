@@ -443,12 +443,22 @@ struct Result {
   unsigned long long status;           // kBad* bits
   double mn, mx, bound;                // compression: the range's extremes (where given) and the bound used
 };
+// Compression that finds the range (FindRange): the finite values' extremes
+// as maxima of order keys, ~range_key(min) and range_key(max), in kRangeSlots
+// slots a cache line apart after Result (group g's in slot g % kRangeSlots,
+// so that the groups' atomics do not queue on one address; where decoding
+// keeps its GroupArrays), zeroed with Result; 0: no finite value.
+constexpr int kRangeSlots = 16, kSlotWords = 16;
+constexpr std::size_t kRangeSlotBytes = kRangeSlots * kSlotWords * 8;
 // The state buffer: two look-back state arrays (ngroups words each), the
 // ticket, Result, then the decoder's GroupArrays.
 __host__ __device__ constexpr std::uint64_t ticket_word(std::uint64_t ngroups) { return 2 * ngroups; }
 __host__ __device__ constexpr std::uint64_t result_word(std::uint64_t ngroups) { return ticket_word(ngroups) + 1; }
 __host__ __device__ __forceinline__ Result* result_of(unsigned long long* state, std::uint64_t ngroups) {
   return reinterpret_cast<Result*>(state + result_word(ngroups));
+}
+__host__ __device__ __forceinline__ unsigned long long* range_slots(unsigned long long* state, std::uint64_t ngroups) {
+  return reinterpret_cast<unsigned long long*>(result_of(state, ngroups) + 1);
 }
 constexpr unsigned long long kBadKind = 1, kBadCode = 2, kOverflow = 4, kBadRuns = 8;
 
@@ -468,6 +478,24 @@ using lookback::resolve;
 
 __device__ __forceinline__ std::uint64_t counts_of(std::uint8_t kind) {
   return szx::is_coded(kind) ? (1ull << kCountShift) : kind == szx::kVerbatim ? 1ull : 0ull;
+}
+
+// Order keys of T's non-NaN values: key(a) < key(b) where a < b (-0 below
+// +0), never 0, so that atomicMax of keys (and of their complements) finds
+// maxima (minima) from a zeroed word.
+template <class T>
+__host__ __device__ __forceinline__ std::uint64_t range_key(T x) {
+  using U = typename szx::Bits<T>::U;
+  constexpr U kSign = U(1) << (8 * sizeof(U) - 1);
+  const U b = szx::to_bits(x);
+  return static_cast<std::uint64_t>(b & kSign ? U(~b) : U(b | kSign));
+}
+template <class T>
+__host__ __device__ __forceinline__ T of_range_key(std::uint64_t k) {
+  using U = typename szx::Bits<T>::U;
+  constexpr U kSign = U(1) << (8 * sizeof(U) - 1);
+  const U b = static_cast<U>(k);
+  return szx::from_bits<T>(b & kSign ? U(b & ~kSign) : U(~b));
 }
 
 template <class U>
@@ -639,6 +667,7 @@ struct Shared {
   // fast test's bound in T: read where used, not held in registers.
   double e, proof;
   T ef;
+  T rmn[kWarps], rmx[kWarps];  // compression that finds the range: each warp's finite extremes
 };
 
 // Totals, written by the last group: `counts` packs all blocks' counts
@@ -665,7 +694,7 @@ constexpr int kOnePassBlocksPerSm = 5, kOnePassDecodeBlocksPerSm = 5;
 
 // One group. Full: every block of the group is whole and the input 16-byte
 // aligned, so the `valid` counts are the constant 4 and fold away.
-template <class T, int C, int NB, bool Full>
+template <class T, int C, int NB, bool Full, bool FindRange>
 __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                std::uint64_t ngroups,
                                                std::uint8_t* __restrict__ kinds, T* __restrict__ medians,
@@ -723,6 +752,30 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
     finite[j] = __all_sync(warp::kFull, fin == T(0));
   }
   const T hmn = reduce_scatter<NB>(bmn, MinOp{}), hmx = reduce_scatter<NB>(bmx, MaxOp{});
+  if constexpr (FindRange) {
+    // The finite values' extremes: a finite block's (lane l holds block
+    // home(l)'s), else value by value (a block with a NaN or an infinity, rare).
+    const T inf = szx::from_bits<T>(szx::to_bits(std::numeric_limits<T>::infinity()));
+    bool fin_home = finite[0];
+#pragma unroll
+    for (int j = 1; j < NB; ++j) fin_home = home_block<NB>(lane) == j ? finite[j] : fin_home;
+    T rmn = fin_home ? hmn : inf, rmx = fin_home ? hmx : -inf;
+#pragma unroll
+    for (int j = 0; j < NB; ++j)
+      if (!finite[j]) {
+#pragma unroll
+        for (int r = j * C; r < j * C + C; ++r)
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            if (q < valid[r] && v[r][q] - v[r][q] == T(0)) {
+              rmn = MinOp{}(rmn, v[r][q]);
+              rmx = MaxOp{}(rmx, v[r][q]);
+            }
+      }
+    rmn = warp::reduce_min(rmn);
+    rmx = warp::reduce_max(rmx);
+    if (lane == 0) sh.rmn[w] = rmn, sh.rmx[w] = rmx;
+  }
   const szx::BlockHead<T> head = szx::block_head<T>(hmn, hmx, sh.e);
   // Bit 0: constant; bit 1: the bound is proven for every value (szx::bound_proven).
   const int flags = int(head.constant) | (szx::bound_proven<T>(hmn, hmx, sh.proof) ? 2 : 0);
@@ -805,6 +858,18 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   const ChunkScan<R> chunks = scan_counts<R>(cnt);
   put_block_mids<C, NB>(chunks, sh.mid);
   __syncthreads();
+  if constexpr (FindRange) {
+    if (threadIdx.x == 32) {  // the group's extremes into its range slot (the atomics not awaited)
+      T mn = sh.rmn[0], mx = sh.rmx[0];
+#pragma unroll
+      for (int k = 1; k < kWarps; ++k) mn = MinOp{}(mn, sh.rmn[k]), mx = MaxOp{}(mx, sh.rmx[k]);
+      if (mn <= mx) {  // a finite value
+        unsigned long long* const slot = range_slots(state, ngroups) + (g % kRangeSlots) * kSlotWords;
+        atomicMax(slot, static_cast<unsigned long long>(~range_key(mn)));
+        atomicMax(slot + 1, static_cast<unsigned long long>(range_key(mx)));
+      }
+    }
+  }
   GroupScan cs{}, ms{};
   if (w == 0) {
     const bool mine = lane < SH::kBlocks;
@@ -961,7 +1026,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
 
 // The group with partial blocks (the last), out of line: inlined, its
 // register needs constrain the Full path's.
-template <class T, int C, int NB>
+template <class T, int C, int NB, bool FindRange>
 __device__ __noinline__ void compress_partial_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                     std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
                                                     T* __restrict__ medians, std::uint16_t* __restrict__ runs,
@@ -970,11 +1035,14 @@ __device__ __noinline__ void compress_partial_group(const T* __restrict__ in, st
                                                     unsigned long long* __restrict__ state,
                                                     typename Shape<T, C, NB>::U* __restrict__ stage,
                                                     Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
-  compress_group<T, C, NB, false>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage, sh,
-                                  g);
+  compress_group<T, C, NB, false, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
+                                             stage, sh, g);
 }
 
-template <class T, int C, int NB>
+// FindRange: the finite values' extremes into the range slots (range_slots),
+// for a bound that does not depend on them (ABS), so that no pass over the
+// input comes before.
+template <class T, int C, int NB, bool FindRange>
 __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double bound,
                     const double* __restrict__ range, bool rel, std::uint8_t* __restrict__ kinds,
@@ -1006,11 +1074,11 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     if (range) r->mn = range[0], r->mx = range[1];
   }
   if (SH::full(g, n, in))
-    compress_group<T, C, NB, true>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage, sh,
-                                   g);
+    compress_group<T, C, NB, true, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
+                                              stage, sh, g);
   else
-    compress_partial_group<T, C, NB>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage, sh,
-                                     g);
+    compress_partial_group<T, C, NB, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
+                                                stage, sh, g);
 }
 
 // Decoding finds each group's offsets (its blocks before it by kind, its
@@ -1676,6 +1744,8 @@ struct OnePassGrid {
                   : result_word() * 8 + sizeof(onepass::Result) + (3 * onepass::kMaxOffsetCtas + 3 * ngroups) * 8;
   }
 };
+static_assert(onepass::kRangeSlotBytes <= 3 * onepass::kMaxOffsetCtas * 8,
+              "the range slots fit where decoding keeps its GroupArrays");
 template <class T>
 OnePassGrid onepass_grid(std::uint64_t n, std::uint32_t block) {
   OnePassGrid g;
@@ -1727,13 +1797,27 @@ unsigned offset_ctas(Kernel kernel, std::uint64_t ngroups, bool stored) {
 
 // The kernel's totals and status, after it finished (one small copy into
 // pinned host memory, one synchronization).
-onepass::Result read_result(cudaStream_t st, const OnePassGrid& g, const unsigned long long* sp, const char* what) {
+// With keys (where the kernel found the range), also the range slots' two
+// maxima: the finite values' extremes, as keys (onepass::range_slots).
+static_assert(sizeof(onepass::Result) + onepass::kRangeSlotBytes <= HostResult::kBytes, "one host result slot");
+struct RangeKeys {
+  unsigned long long min = 0, max = 0;  // ~range_key(min), range_key(max); 0: no finite value
+};
+onepass::Result read_result(cudaStream_t st, const OnePassGrid& g, const unsigned long long* sp, const char* what,
+                            RangeKeys* keys = nullptr) {
   check(cudaGetLastError(), what);
   const HostResult back;
-  check(cudaMemcpyAsync(back.device<onepass::Result>(), sp + g.result_word(), sizeof(onepass::Result),
-                        cudaMemcpyDefault, st),
+  const std::size_t bytes = sizeof(onepass::Result) + (keys ? onepass::kRangeSlotBytes : 0);
+  check(cudaMemcpyAsync(back.device<onepass::Result>(), sp + g.result_word(), bytes, cudaMemcpyDefault, st),
         "szx totals copy");
   check(cudaStreamSynchronize(st), "szx onepass sync");
+  if (keys) {
+    const auto* slots = reinterpret_cast<const unsigned long long*>(back.host<onepass::Result>() + 1);
+    for (int i = 0; i < onepass::kRangeSlots; ++i) {
+      keys->min = std::max(keys->min, slots[i * onepass::kSlotWords]);
+      keys->max = std::max(keys->max, slots[i * onepass::kSlotWords + 1]);
+    }
+  }
   return *back.host<onepass::Result>();
 }
 
@@ -1755,16 +1839,28 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
               "SZx payload buffer not aligned");
   const cudaStream_t st = space.cuda_stream();
   unsigned long long* const sp = state_of(g, state, state_bytes);
-  // The look-back states, the ticket and Result start zeroed.
-  check(cudaMemsetAsync(sp, 0, g.result_word() * 8 + sizeof(onepass::Result), st), "szx state");
+  // The look-back states, the ticket and Result (and the range slots) start zeroed.
+  const bool find = bound.find_range && !bound.range;
+  check(cudaMemsetAsync(sp, 0, g.result_word() * 8 + sizeof(onepass::Result) + (find ? onepass::kRangeSlotBytes : 0),
+                        st),
+        "szx state");
   with_shape<T>(g, [&](auto c, auto nbw) {
-    onepass::compress_kernel<T, decltype(c)::value, decltype(nbw)::value>
-        <<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound.bound, bound.range,
-                                                                bound.rel, kinds, medians, runs, lead, payload,
-                                                                payload_bytes, sp);
+    constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
+    const auto kernel = find ? onepass::compress_kernel<T, C, NB, true> : onepass::compress_kernel<T, C, NB, false>;
+    kernel<<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound.bound, bound.range,
+                                                                 bound.rel, kinds, medians, runs, lead, payload,
+                                                                 payload_bytes, sp);
   });
-  const onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel");
+  RangeKeys keys;
+  const onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel", find ? &keys : nullptr);
   bound.mn = r.mn, bound.mx = r.mx, bound.used = r.bound;
+  if (find) {
+    if (keys.max == 0) {  // no finite value: T's extremes, as finite_minmax_to leaves them
+      bound.mn = std::numeric_limits<T>::max(), bound.mx = std::numeric_limits<T>::lowest();
+    } else {
+      bound.mn = onepass::of_range_key<T>(~keys.min), bound.mx = onepass::of_range_key<T>(keys.max);
+    }
+  }
   totals = SzxOffsets{r.lead, r.mid, r.verb};
   fits = !(r.status & onepass::kOverflow) && r.mid + r.verb * sizeof(T) <= payload_bytes;
   return true;

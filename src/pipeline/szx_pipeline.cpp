@@ -79,7 +79,8 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   // The value range and the bound it resolves (under REL): on the host
   // before the blocks are planned, or, on the CUDA one-pass path, from the
   // extremes its kernel read on the device (checked here after it ran, before
-  // anything is written).
+  // anything is written); under ABS that kernel finds the range (the
+  // header's) itself, as it codes the blocks.
   impl::Range range{};
   double abs_bound = opt.bound;
   bool resolved = false;
@@ -144,28 +145,33 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
       cuda_spec::SzxOffsets tot{};
       bool fits = false;
       cuda_spec::SzxBound sb;
-      const Kokkos::View<double*, Mem> extremes = ws.template get<double>(
-          Workspace<Mem>::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range");
-      if (cuda_spec::finite_minmax_to<T>(space, in.data(), n, extremes.data())) {
+      if (opt.mode == ErrorMode::ABS) {  // the kernel finds the range (the header's) as it reads the input
         sb.bound = opt.bound;
-        sb.range = extremes.data();
-        sb.rel = opt.mode == ErrorMode::REL;
+        sb.find_range = true;
       } else {
-        resolve_on_host();
-        sb.bound = abs_bound;
+        const Kokkos::View<double*, Mem> extremes = ws.template get<double>(
+            Workspace<Mem>::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range");
+        if (cuda_spec::finite_minmax_to<T>(space, in.data(), n, extremes.data())) {
+          sb.bound = opt.bound;
+          sb.range = extremes.data();
+          sb.rel = opt.mode == ErrorMode::REL;
+        } else {
+          resolve_on_host();
+          sb.bound = abs_bound;
+        }
       }
       done = cuda_spec::szx_compress_onepass<T>(space, in.data(), n, block, sb, kinds.data(), medians.data(),
                                                 reinterpret_cast<std::uint16_t*>(runs.data()), lead1.data(),
                                                 reinterpret_cast<std::uint8_t*>(payload.data()), capv * sizeof(T),
                                                 state.data(), state_bytes, tot, fits);
       KSZ_EXPECTS(done, "internal: SZx one-pass encode refused a case it sized");
-      if (sb.range) {
+      if (sb.range || sb.find_range) {
         resolve(impl::range_of_extremes(sb.mn, sb.mx));
         KSZ_EXPECTS(sb.used == abs_bound, "internal: the SZx kernel's bound ", sb.used, " is not the pipeline's ",
                     abs_bound);
       }
       KSZ_EXPECTS(fits, "internal: SZx one-pass encode overflowed the input size");
-      timer.mark(sb.range ? "value range+block plan+encode" : "block plan+encode");
+      timer.mark(sb.range || sb.find_range ? "value range+block plan+encode" : "block plan+encode");
       lead_total = tot.lead, mid_total = tot.mid, verb_total = tot.verb;
       lead = lead1;
       mid = Kokkos::View<std::uint8_t*, Mem>(reinterpret_cast<std::uint8_t*>(payload.data()), capv * sizeof(T));

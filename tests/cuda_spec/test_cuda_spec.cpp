@@ -118,13 +118,18 @@ void run_other_predictors() {
     f[f.size() / 2] = std::numeric_limits<T>::quiet_NaN();  // a verbatim element / block
     if (c.pred == PredictorId::SZx) f.back() = std::numeric_limits<T>::infinity();  // the last block verbatim
     Options opt;
-    opt.mode = ErrorMode::REL;
     opt.bound = c.bound;
     opt.predictor = c.pred;
     if (c.block) opt.szx_block = c.block;
-    expect_same_as_portable(f, d, opt,
-                            std::string(c.pred == PredictorId::SZx ? "szx b" + std::to_string(c.block) : "interp") +
-                                " " + name(c.p) + " " + std::to_string(d.count()));
+    // SZx under ABS too: the one-pass kernel then finds the header's range itself.
+    for (const ErrorMode m : {ErrorMode::REL, ErrorMode::ABS}) {
+      if (m == ErrorMode::ABS && c.pred != PredictorId::SZx) continue;
+      opt.mode = m;
+      expect_same_as_portable(f, d, opt,
+                              std::string(c.pred == PredictorId::SZx ? "szx b" + std::to_string(c.block) : "interp") +
+                                  (m == ErrorMode::ABS ? " abs " : " rel ") + name(c.p) + " " +
+                                  std::to_string(d.count()));
+    }
   }
   // Signed zeros (the CUDA kernels take block extremes by fmin / fmax, which
   // may return either zero): blocks of zeros of both signs starting with
@@ -143,7 +148,39 @@ void run_other_predictors() {
   opt.predictor = PredictorId::SZx;
   opt.szx_block = 128;
   expect_same_as_portable(f, d, opt, "szx b128 signed zeros");
+  opt.mode = ErrorMode::ABS;
+  expect_same_as_portable(f, d, opt, "szx b128 signed zeros, abs");
 }
+
+// SZx under ABS finds the header's range in its one-pass kernel (from the
+// blocks' extremes where they are finite, value by value where not): no
+// finite value, one finite value among NaNs and infinities, and the field's
+// extremes in blocks that also hold a NaN or an infinity. REL beside it (the
+// range from the value-range kernel).
+template <class T>
+void szx_range_in_kernel() {
+  const Dims d = dims_of({70001});  // 547 blocks of 128, the last partial: 18 groups
+  const T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+  for (const ErrorMode m : {ErrorMode::ABS, ErrorMode::REL}) {
+    Options opt;
+    opt.mode = m;
+    opt.bound = 1e-3;
+    opt.predictor = PredictorId::SZx;
+    opt.szx_block = 128;
+    const std::string mode = m == ErrorMode::ABS ? " abs" : " rel";
+    std::vector<T> f(d.count(), nan);
+    expect_same_as_portable(f, d, opt, "szx all NaN" + mode);
+    f[40000] = T(-2.5), f[17] = inf, f[70000] = -inf;
+    expect_same_as_portable(f, d, opt, "szx one finite value" + mode);
+    std::vector<T> g = make_field<T>(Pattern::Noisy, d, 11);
+    g[128 * 7] = inf, g[128 * 7 + 5] = -inf, g[128 * 7 + 9] = T(50);  // the maximum, beside infinities
+    g[128 * 300 + 3] = nan, g[128 * 300 + 4] = T(-60);                 // the minimum, beside a NaN
+    g[70000] = nan;                                                    // the partial last block
+    expect_same_as_portable(g, d, opt, "szx extremes in non-finite blocks" + mode);
+  }
+}
+TEST(CudaSpecializations, SzxRangeInKernelF32) { szx_range_in_kernel<float>(); }
+TEST(CudaSpecializations, SzxRangeInKernelF64) { szx_range_in_kernel<double>(); }
 
 // The decoder's offsets kernel with one and three CTAs: each takes hundreds
 // or thousands of groups, so its run is scanned in several rounds and (on a
