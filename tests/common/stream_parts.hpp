@@ -23,15 +23,13 @@ struct Parts {
       if (s.first == id) return true;
     return false;
   }
-  std::vector<std::uint8_t>& seg(container::SegmentId id) {
-    for (auto& s : segs)
-      if (s.first == id) return s.second;
-    throw std::logic_error("no segment");
-  }
   const std::vector<std::uint8_t>& seg(container::SegmentId id) const {
     for (const auto& s : segs)
       if (s.first == id) return s.second;
     throw std::logic_error("no segment");
+  }
+  std::vector<std::uint8_t>& seg(container::SegmentId id) {
+    return const_cast<std::vector<std::uint8_t>&>(std::as_const(*this).seg(id));
   }
   void erase(container::SegmentId id) {
     for (auto it = segs.begin(); it != segs.end(); ++it)
