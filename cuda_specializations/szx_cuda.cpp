@@ -729,7 +729,8 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   U code[R][4];
   std::uint32_t acc[R] = {};  // leading codes, 2 bits a value (the lead byte)
   int cnt[R] = {};            // mid-bytes of the lane's 4 values
-  std::uint8_t kind_of[NB];
+  std::uint32_t kinds4 = 0;  // the warp's NB kinds, block j's in byte j (one register, not an array)
+  static_assert(NB <= 4, "a warp's kinds in one word");
   // Min, max and the finite test (v * 0 + f stays 0 unless v is NaN or
   // infinite), then every block's head at once (a lane per block, see
   // reduce_scatter).
@@ -827,7 +828,11 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
           kind = static_cast<std::uint8_t>(hd.len_bits);
           med = m;
           // Leading bytes (szx::leading_bytes: clz of the xor, at most min(nbytes, 3)).
-          const int base = kBits - 8 * nbytes, capb = nbytes < 3 ? nbytes : 3;
+          // A code of at most 3 bytes has at most that many; a longer one
+          // gets a bit set at the top of its fourth byte, which caps the
+          // count at 3 without a clamp.
+          const int base = kBits - 8 * nbytes;
+          const U cap3 = nbytes > 3 ? U(1) << (8 * (nbytes - 3) - 1) : U(0);
           U carry = 0;
 #pragma unroll
           for (int r = j * C; r < j * C + C; ++r) {
@@ -835,8 +840,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
             U prev = lane == 0 ? carry : up;
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-              const int l0 = (clz(static_cast<U>(code[r][q] ^ prev)) - base) >> 3;
-              const int l = l0 < capb ? l0 : capb;
+              const int l = (clz(static_cast<U>((code[r][q] ^ prev) | cap3)) - base) >> 3;
               if (q < valid[r]) {
                 acc[r] |= static_cast<std::uint32_t>(l) << (6 - 2 * q);
                 cnt[r] += nbytes - l;
@@ -848,7 +852,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
         }
       }
     }
-    kind_of[j] = kind;
+    kinds4 |= std::uint32_t(kind) << (8 * j);
     if (lane == 0) {
       sh.kind[w * NB + j] = kind;
       sh.med[w * NB + j] = med;
@@ -889,7 +893,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   // starts zeroed).
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
-    const std::uint8_t kind = kind_of[j];
+    const std::uint8_t kind = static_cast<std::uint8_t>(kinds4 >> (8 * j));
     if (!szx::is_coded(kind)) continue;
     const int nbytes = szx::bytes_of(kind);
     unsigned p0 = static_cast<unsigned>(sh.mid_off[w * NB + j]);  // unsigned: p / S a shift
@@ -959,16 +963,18 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       medians[b] = sh.med[threadIdx.x];
     }
   }
-  // Leading codes and verbatim blocks: the warp's own.
+  // Leading codes and verbatim blocks: the warp's own (its coded blocks'
+  // codes follow one another from its first one's place).
+  std::uint8_t* lp = lead + (sh.coded_before + sh.coded[w * NB]) * SH::kLeadPerBlock + lane;
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
-    const std::uint8_t kind = kind_of[j];
+    const std::uint8_t kind = static_cast<std::uint8_t>(kinds4 >> (8 * j));
     const int t = w * NB + j;
     if (szx::is_coded(kind)) {
-      std::uint8_t* const lp = lead + (sh.coded_before + sh.coded[t]) * SH::kLeadPerBlock;
 #pragma unroll
       for (int r = j * C; r < j * C + C; ++r)
-        if (valid[r] > 0) lp[(r % C) * 32 + lane] = static_cast<std::uint8_t>(acc[r]);
+        if (valid[r] > 0) lp[(r % C) * 32] = static_cast<std::uint8_t>(acc[r]);
+      lp += SH::kLeadPerBlock;
     } else if (kind == szx::kVerbatim) {
       // From the end of the payload backwards, block by block; the values
       // read again (verbatim blocks are rare).
@@ -993,7 +999,9 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   // aligned, bytes at the two ends (shared with the neighbouring groups).
   // Output bytes [16 c, 16 c + 16) from the 16-aligned base are staged bytes
   // from 16 c - s: staged words from 4 c - s / 4, shifted by s % 4 bytes
-  // (the stage read as 32-bit words: the same bytes for either S).
+  // (the stage read as 32-bit words: the same bytes for either S; the words
+  // before it, down to st[-4], only make bytes before s, which are not
+  // written).
   const std::uint64_t mo = sh.mid_before, total = sh.mid_total;
   if (total == 0) return;
   if (mo + total > cap) {
@@ -1004,21 +1012,22 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   const int s = static_cast<int>(mo & 15), sw = s >> 2, sb = 8 * (s & 3);
   std::uint8_t* const base = payload + (mo - s);
   const bool vec = (reinterpret_cast<std::uintptr_t>(base) & 15) == 0;
-  const int pieces = static_cast<int>((s + total + 15) / 16);
+  const int end = s + static_cast<int>(total);  // a group's mid-bytes: at most its input, 16 KiB
+  const int pieces = (end + 15) / 16;
   for (int c = threadIdx.x; c < pieces; c += kThreads) {
     std::uint32_t x[4];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int q = 4 * c + i - sw;
-      x[i] = __funnelshift_rc(q >= 1 ? st[q - 1] : 0u, q >= 0 ? st[q] : 0u, 32 - sb);
+      x[i] = __funnelshift_rc(st[q - 1], st[q], 32 - sb);
     }
     const int b0 = 16 * c;
-    if (vec && b0 >= s && std::uint64_t(b0 + 16) <= s + total) {
+    if (vec && b0 >= s && b0 + 16 <= end) {
       __stcs(reinterpret_cast<uint4*>(base + b0), make_uint4(x[0], x[1], x[2], x[3]));
     } else {
 #pragma unroll
       for (int i = 0; i < 16; ++i)
-        if (b0 + i >= s && std::uint64_t(b0 + i) < s + total)
+        if (b0 + i >= s && b0 + i < end)
           base[b0 + i] = static_cast<std::uint8_t>(x[i / 4] >> (8 * (i % 4)));
     }
   }
@@ -1051,10 +1060,14 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
                     std::uint64_t cap, unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
-  __shared__ __align__(16) U stage[SH::kStage];
+  // The stage, after 16 bytes that the copy-out may read (for output bytes
+  // before the group's, which it does not write) instead of testing for them.
+  constexpr int kHead = 16 / int(sizeof(U));
+  __shared__ __align__(16) U stage_buf[kHead + SH::kStage];
+  U* const stage = stage_buf + kHead;
   __shared__ Shared<T, SH::kBlocks> sh;
   static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
-  if constexpr (sizeof(T) == 8)  // ORed into; float's bytes are stored, and the copy-out reads only those
+  if constexpr (sizeof(T) == 8)  // ORed into; float's bytes are stored, and the copy-out writes only those
     for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
       reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
   // The ticket and the bound by two warps, so that their latencies overlap
