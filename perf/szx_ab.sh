@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # On the GPU machine: SZx A/B of two builds in one call. .gpu/bins.tgz holds
-# bench_szx-{base,new,...} (VARIANTS) (and optionally ksz_tests-new, bench_lorenzo-{base,new});
+# bench_szx-{base,new,...} (VARIANTS) (and optionally ksz_tests-new, ksz-cuda, bench_lorenzo-$VARIANT);
 # each case runs base, new, base, new so that both see the same instance.
 #   TESTS=1 LORENZO=1 NCU=1 ROUNDS=2 CASES="rel1e-3 abs5e-3 f64" bash perf/szx_ab.sh
 set -u
-FINAL=${OUT:-/tmp}; OUT=/tmp/szx-ab; mkdir -p "$OUT"  # details here, res.tgz to $OUT
+# Details under /tmp/szx-ab (emptied first: one call may run this twice), $RES.tgz of them to $OUT.
+FINAL=${OUT:-/tmp}; OUT=/tmp/szx-ab; rm -rf "$OUT"; mkdir -p "$OUT"
 [ -f .gpu/bins.tgz ] && tar -C .gpu -xzf .gpu/bins.tgz && rm .gpu/bins.tgz
 mkdir -p /work && { [ -e /work/main ] || ln -s "$PWD" /work/main; }
 [ -x .gpu/ksz-cuda ] && mkdir -p build-cuda && cp .gpu/ksz-cuda build-cuda/ksz  # the CLI tests run it
@@ -33,7 +34,7 @@ for c in ${CASES:-rel1e-3 abs5e-3}; do
   done
 done
 if [ "${LORENZO:-0}" = 1 ]; then
-  for b in base new base new; do
+  for b in ${VARIANTS:-base new} ${VARIANTS:-base new}; do
     printf "lorenzo 1e-4 %-4s: " $b
     .gpu/bench_lorenzo-$b --dims $D --rel 1e-4 --reps 5 --backend cuda 2>&1 | grep -E "COMPRESS kernels|DECOMPRESS kernels" | sed 's/  */ /g' | tr '\n' ' '; echo
   done

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# On the GPU machine: one launch of the SZx compress (and decode) kernel under
-# Nsight Compute's source counters, the per-SASS-line table as CSV, and the
-# compressor's SASS. Binaries from .gpu/ (perf/stage_gpu_binaries.sh, or any
-# bench_szx copied there as .gpu/bench_szx-$TAG).  TAG=base bash perf/szx_profile.sh
+# On the GPU machine: one launch of an SZx kernel (KERNEL, default the
+# compressor; SKIP launches first) under Nsight Compute's source counters, into
+# $OUT: the details page and the per-SASS-line table (executed instructions and
+# stall samples a line) as CSV. The binary is .gpu/bench_szx-$TAG, as
+# perf/szx_ab.sh names them.  TAG=base KERNEL=decode_kernel SKIP=1 bash perf/szx_profile.sh
 set -u
 TAG=${TAG:-base}
 OUT=${OUT:-/tmp/szx-prof}; mkdir -p "$OUT"
