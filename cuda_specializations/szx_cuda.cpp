@@ -690,7 +690,12 @@ __device__ __forceinline__ void put_totals(Result* r, std::uint8_t lk, std::uint
 // compressor's five spill 12 bytes (float; 20 double) and still beat four
 // (64 registers) once its partial group is out of line (with it inlined, five
 // spilled 136); six (40 registers) spill more and are slower in both.
-constexpr int kOnePassBlocksPerSm = 5, kOnePassDecodeBlocksPerSm = 5;
+constexpr int kOnePassBlocksPerSm = 5;
+// The decoder: five groups an SM, four where it decodes by pairs (float
+// blocks of 128: 64 registers, no spill; at 48 decode_pair's eight values a
+// lane spilled 36 bytes). Float blocks of 512 took 7% longer at four.
+template <class T, int C>
+constexpr int kOnePassDecodeBlocksPerSm = sizeof(T) == 4 && C == 1 ? 4 : 5;
 
 // One group. Full: every block of the group is whole and the input 16-byte
 // aligned, so the `valid` counts are the constant 4 and fold away.
@@ -1353,8 +1358,85 @@ __device__ __forceinline__ int mid_bytes4(std::uint32_t acc, int nbytes, int val
   return cnt;
 }
 
+// mid_bytes4 for a lane's eight values of a whole block (acc: their two lead
+// bytes, the first value's code at the top).
+__device__ __forceinline__ int mid_bytes8(std::uint32_t acc, int nbytes) {
+  if (!code_over(acc, nbytes)) return 8 * nbytes - static_cast<int>(code_sum(acc));
+  int cnt = 0;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    const int l = (acc >> (14 - 2 * q)) & 3;
+    cnt += l <= nbytes ? nbytes - l : 0;
+  }
+  return cnt;
+}
+
+// Block t of a whole group, half a warp: the lane's eight values (sub: its
+// place in the half) to out[8 sub..]; codes: their leading codes (two lead
+// bytes, the first value's at the top); p: its first mid-byte's place in the
+// stage less the block's (sh.mid_off). Leading bytes as in decode_group (the
+// maps' scan, 16 lanes wide); a block's first value follows 0. The two
+// halves may take different kinds: each shuffles among its own lanes.
+template <class T, class SH>
+__device__ __forceinline__ void decode_pair(const Shared<T, SH::kBlocks>& sh, int t, int sub, T* __restrict__ out,
+                                            std::uint32_t codes, const typename SH::U* __restrict__ stage,
+                                            unsigned p, const T* __restrict__ verb, std::uint64_t verb_size) {
+  using U = typename SH::U;
+  constexpr int S = SH::S;
+  constexpr std::uint32_t kBlock = SH::kBlock;
+  const std::uint8_t kind = sh.kind[t];
+  const bool coded = szx::is_coded(kind);
+  const unsigned lanes = __ballot_sync(warp::kFull, coded);
+  T* const dst = out + 8 * sub;
+  T y[8];
+  if (kind == szx::kVerbatim) {
+    const std::uint64_t vo = sh.verb[t] * kBlock + 8 * sub;
+    if (sh.verb[t] * kBlock + kBlock <= verb_size) {
+      load4(verb + vo, 4, y), load4(verb + vo + 4, 4, y + 4);
+    } else {
+#pragma unroll
+      for (int q = 0; q < 8; ++q) y[q] = vo + q < verb_size ? verb[vo + q] : T(0);
+    }
+  } else if (!coded) {
+#pragma unroll
+    for (int q = 0; q < 8; ++q) y[q] = sh.med[t];
+  } else {
+    const int nbytes = szx::bytes_of(kind), shift = szx::Bits<T>::kTotal - kind;
+    p += static_cast<unsigned>(sh.mid_off[t]);
+    U x[8], keep[8], K = ~U(0), X = 0;
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      const int l = (codes >> (14 - 2 * q)) & 3;
+      const int mq = l <= nbytes ? nbytes - l : 0;
+      const int o = static_cast<int>(p & (S - 1));
+      x[q] = top_bytes(bswap<U>(bytes_at(stage + p / S, o)), mq);
+      keep[q] = keep_above<U>(mq);
+      X = (X & keep[q]) | x[q];
+      K &= keep[q];
+      p += mq;
+    }
+#pragma unroll
+    for (int d = 1; d < 16; d <<= 1) {
+      const U kp = __shfl_up_sync(lanes, K, d, 16), xp = __shfl_up_sync(lanes, X, d, 16);
+      X = (xp & K) | X;
+      K &= kp;
+    }
+    const U xe = __shfl_up_sync(lanes, X, 1, 16);
+    U prev = sub == 0 ? U(0) : xe;
+    const T m = sh.med[t];
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      prev = (prev & keep[q]) | x[q];
+      y[q] = szx::value_of<T>(prev, m, shift);
+    }
+  }
+  store4<T, true, true>(dst, 4, y);
+  store4<T, true, true>(dst + 4, 4, y + 4);
+}
+
 // One group. Full: every block of the group is whole and the output 16-byte
-// aligned, so the `valid` counts are the constant 4 and fold away. stored:
+// aligned, so the `valid` counts are the constant 4 and fold away (and float
+// blocks of 128 decode by pairs, decode_pair). stored:
 // segment 21's counts (null for a stream without it), each checked here.
 template <class T, int C, int NB, bool Full>
 __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups,
@@ -1401,10 +1483,28 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
   // Leading codes (loads first), the group's mid-bytes, then each block's
   // mid-byte count.
   const std::uint64_t b0 = g * SH::kBlocks + std::uint64_t(w) * NB;
-  std::uint32_t acc[R];
+  // Pairs: a warp takes its blocks two at a time, half a warp a block and 8
+  // values a lane (h, sub), so that the scan of the leading bytes is 4 steps
+  // of 16 lanes for 8 values instead of 5 of 32 for 4; pair k's two lead
+  // bytes a lane are bits 16k.. of acc2 (the first in the upper byte).
+  constexpr bool Pairs = Full && C == 1 && NB % 2 == 0 && sizeof(T) == 4;  // (double: slower)
+  constexpr int kPairs = Pairs ? NB / 2 : 1;
+  const int h = lane >> 4, sub = lane & 15;
+  std::uint32_t acc[R], acc2 = 0;
   int cnt[R], valid[R];
+  if constexpr (Pairs) {
 #pragma unroll
-  for (int j = 0; j < NB; ++j) {
+    for (int k = 0; k < kPairs; ++k) {
+      const int t = w * NB + 2 * k + h;
+      const bool coded = szx::is_coded(sh.kind[t]);
+      const std::uint64_t at = sh.coded[t] * SH::kLeadPerBlock + 2 * sub;
+      const std::uint32_t c0 = coded && at < lead_size ? lead[at] : 0u;
+      const std::uint32_t c1 = coded && at + 1 < lead_size ? lead[at + 1] : 0u;
+      acc2 |= ((c0 << 8) | c1) << (16 * k);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < (Pairs ? 0 : NB); ++j) {
     const int t = w * NB + j;
     const std::uint64_t b = b0 + j;
     const std::uint32_t len = b < nb ? szx::block_len(b, n, kBlock) : 0;
@@ -1457,21 +1557,50 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
   // (A code over its value's nbytes, only a 3 where nbytes is 2, makes the
   // stream bad: reported here, where each code meets its block's nbytes.)
   bool over = false;
+  // Pairs: the lane's mid-byte offset within its block (pair k in bits 16k..).
+  std::uint32_t excl2 = 0;
+  ChunkScan<R> chunks;
+  if constexpr (Pairs) {
+    std::uint32_t v = 0;
 #pragma unroll
-  for (int j = 0; j < NB; ++j) {
-    const std::uint8_t kind = sh.kind[w * NB + j];
-    const bool coded = szx::is_coded(kind);
-    const int nbytes = coded ? szx::bytes_of(kind) : 0;
+    for (int k = 0; k < kPairs; ++k) {
+      const std::uint8_t kind = sh.kind[w * NB + 2 * k + h];
+      const bool coded = szx::is_coded(kind);
+      const int nbytes = coded ? szx::bytes_of(kind) : 0;
+      const std::uint32_t a = (acc2 >> (16 * k)) & 0xffffu;
+      if (coded) v |= static_cast<std::uint32_t>(mid_bytes8(a, nbytes)) << (16 * k);
+      over = over || code_over(a, nbytes);
+    }
+    std::uint32_t incl = v;  // a block's sum is at most its 512 bytes: fields never carry
 #pragma unroll
-    for (int r = j * C; r < j * C + C; ++r) {
-      cnt[r] = coded ? mid_bytes4(acc[r], nbytes, valid[r]) : 0;
-      over = over || code_over(acc[r] & (0xFF00u >> (2 * valid[r])), nbytes);  // its valid codes
+    for (int d = 1; d < 16; d <<= 1) {
+      const std::uint32_t u = __shfl_up_sync(warp::kFull, incl, d, 16);
+      if (sub >= d) incl += u;
+    }
+    excl2 = incl - v;
+    if (sub == 15) {
+#pragma unroll
+      for (int k = 0; k < kPairs; ++k) sh.mid[w * NB + 2 * k + h] = (incl >> (16 * k)) & 0xffffu;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+      const std::uint8_t kind = sh.kind[w * NB + j];
+      const bool coded = szx::is_coded(kind);
+      const int nbytes = coded ? szx::bytes_of(kind) : 0;
+#pragma unroll
+      for (int r = j * C; r < j * C + C; ++r) {
+        cnt[r] = coded ? mid_bytes4(acc[r], nbytes, valid[r]) : 0;
+        over = over || code_over(acc[r] & (0xFF00u >> (2 * valid[r])), nbytes);  // its valid codes
+      }
     }
   }
   if (__any_sync(warp::kFull, over) && lane == 0) atomicOr(&result_of(state, ngroups)->status, kBadCode);
-  // Each chunk's lane offsets and sum (a block's mid-bytes add its chunks').
-  const ChunkScan<R> chunks = scan_counts<R>(cnt);
-  put_block_mids<C, NB>(chunks, sh.mid);
+  if constexpr (!Pairs) {
+    // Each chunk's lane offsets and sum (a block's mid-bytes add its chunks').
+    chunks = scan_counts<R>(cnt);
+    put_block_mids<C, NB>(chunks, sh.mid);
+  }
   __pipeline_wait_prior(0);
   __syncthreads();
   if (w == 0) {
@@ -1484,83 +1613,90 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
     }
   }
   __syncthreads();
+  if constexpr (Pairs) {
 #pragma unroll
-  for (int j = 0; j < NB; ++j) {
-    const int t = w * NB + j;
-    const std::uint64_t b = b0 + j;
-    if (!Full && b >= nb) break;  // (Full: every block of the group is whole)
-    const std::uint8_t kind = sh.kind[t];
-    T* const dst = out + b * kBlock;
-    if (kind == szx::kVerbatim) {
-      const std::uint32_t len = Full ? kBlock : szx::block_len(b, n, kBlock);
-      const std::uint64_t vo = sh.verb[t] * kBlock;
+    for (int k = 0; k < kPairs; ++k) decode_pair<T, SH>(sh, w * NB + 2 * k + h, sub, out + (b0 + 2 * k + h) * kBlock,
+                                                        (acc2 >> (16 * k)) & 0xffffu, stage,
+                                                        s0 + ((excl2 >> (16 * k)) & 0xffffu), verb, verb_size);
+  } else {
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const std::uint32_t i0 = c * kChunk + 4 * lane;
-        const int vc = valid[j * C + c];
-        T x[4];
-        if (vo + len <= verb_size) {
-          load4(verb + vo + i0, vc, x);
-        } else {
+    for (int j = 0; j < NB; ++j) {
+      const int t = w * NB + j;
+      const std::uint64_t b = b0 + j;
+      if (!Full && b >= nb) break;  // (Full: every block of the group is whole)
+      const std::uint8_t kind = sh.kind[t];
+      T* const dst = out + b * kBlock;
+      if (kind == szx::kVerbatim) {
+        const std::uint32_t len = Full ? kBlock : szx::block_len(b, n, kBlock);
+        const std::uint64_t vo = sh.verb[t] * kBlock;
 #pragma unroll
-          for (int q = 0; q < 4; ++q) x[q] = vo + i0 + q < verb_size ? verb[vo + i0 + q] : T(0);
+        for (int c = 0; c < C; ++c) {
+          const std::uint32_t i0 = c * kChunk + 4 * lane;
+          const int vc = valid[j * C + c];
+          T x[4];
+          if (vo + len <= verb_size) {
+            load4(verb + vo + i0, vc, x);
+          } else {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) x[q] = vo + i0 + q < verb_size ? verb[vo + i0 + q] : T(0);
+          }
+          store4<T, true, Full>(dst + i0, vc, x);
         }
-        store4<T, true, Full>(dst + i0, vc, x);
+        continue;
       }
-      continue;
-    }
-    const T m = sh.med[t];
-    if (!szx::is_coded(kind)) {
+      const T m = sh.med[t];
+      if (!szx::is_coded(kind)) {
 #pragma unroll
-      for (int c = 0; c < C; ++c) {
-        const T x[4] = {m, m, m, m};
-        store4<T, true, Full>(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
+        for (int c = 0; c < C; ++c) {
+          const T x[4] = {m, m, m, m};
+          store4<T, true, Full>(dst + c * kChunk + 4 * lane, valid[j * C + c], x);
+        }
+        continue;
       }
-      continue;
-    }
-    const int nbytes = szx::bytes_of(kind), shift = szx::Bits<T>::kTotal - kind;
-    unsigned p0 = s0 + static_cast<unsigned>(sh.mid_off[t]);
-    U carry = 0;
+      const int nbytes = szx::bytes_of(kind), shift = szx::Bits<T>::kTotal - kind;
+      unsigned p0 = s0 + static_cast<unsigned>(sh.mid_off[t]);
+      U carry = 0;
 #pragma unroll
-    for (int r = j * C; r < j * C + C; ++r) {
-      const int vr = valid[r];
-      unsigned p = p0 + chunks.excl_of(r);
-      p0 += chunks.sum_of(r);
-      // Each value is (prev & keep) | x: its mid-bytes x, its leading bytes
-      // from the previous code. Those maps compose (K, X) = (K1 & K2,
-      // (X1 & K2) | X2), so the code coming into each lane is a scan of the
-      // lanes' composed maps (index propagation, Figure 9, for every byte at
-      // once); a map composed with itself is itself, so lanes below the
-      // shuffle's distance need no test.
-      U x[4], keep[4], K = ~U(0), X = 0;
+      for (int r = j * C; r < j * C + C; ++r) {
+        const int vr = valid[r];
+        unsigned p = p0 + chunks.excl_of(r);
+        p0 += chunks.sum_of(r);
+        // Each value is (prev & keep) | x: its mid-bytes x, its leading bytes
+        // from the previous code. Those maps compose (K, X) = (K1 & K2,
+        // (X1 & K2) | X2), so the code coming into each lane is a scan of the
+        // lanes' composed maps (index propagation, Figure 9, for every byte at
+        // once); a map composed with itself is itself, so lanes below the
+        // shuffle's distance need no test.
+        U x[4], keep[4], K = ~U(0), X = 0;
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int l = (acc[r] >> (6 - 2 * q)) & 3;
-        const int mq = q < vr ? (l <= nbytes ? nbytes - l : 0) : 0;
-        const int o = static_cast<int>(p & (S - 1));
-        const U* const at = stage + p / S;
-        x[q] = top_bytes(bswap<U>(bytes_at(at, o)), mq);
-        keep[q] = keep_above<U>(mq);
-        X = (X & keep[q]) | x[q];
-        K &= keep[q];
-        p += mq;
+        for (int q = 0; q < 4; ++q) {
+          const int l = (acc[r] >> (6 - 2 * q)) & 3;
+          const int mq = q < vr ? (l <= nbytes ? nbytes - l : 0) : 0;
+          const int o = static_cast<int>(p & (S - 1));
+          const U* const at = stage + p / S;
+          x[q] = top_bytes(bswap<U>(bytes_at(at, o)), mq);
+          keep[q] = keep_above<U>(mq);
+          X = (X & keep[q]) | x[q];
+          K &= keep[q];
+          p += mq;
+        }
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+          const U kp = __shfl_up_sync(warp::kFull, K, d), xp = __shfl_up_sync(warp::kFull, X, d);
+          X = (xp & K) | X;
+          K &= kp;
+        }
+        const U ke = __shfl_up_sync(warp::kFull, K, 1), xe = __shfl_up_sync(warp::kFull, X, 1);
+        U prev = lane == 0 ? carry : static_cast<U>((carry & ke) | xe);
+        T y[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          prev = (prev & keep[q]) | x[q];
+          y[q] = szx::value_of<T>(prev, m, shift);
+        }
+        store4<T, true, Full>(dst + (r % C) * kChunk + 4 * lane, vr, y);
+        carry = __shfl_sync(warp::kFull, prev, 31);
       }
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const U kp = __shfl_up_sync(warp::kFull, K, d), xp = __shfl_up_sync(warp::kFull, X, d);
-        X = (xp & K) | X;
-        K &= kp;
-      }
-      const U ke = __shfl_up_sync(warp::kFull, K, 1), xe = __shfl_up_sync(warp::kFull, X, 1);
-      U prev = lane == 0 ? carry : static_cast<U>((carry & ke) | xe);
-      T y[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        prev = (prev & keep[q]) | x[q];
-        y[q] = szx::value_of<T>(prev, m, shift);
-      }
-      store4<T, true, Full>(dst + (r % C) * kChunk + 4 * lane, vr, y);
-      carry = __shfl_sync(warp::kFull, prev, 31);
     }
   }
 }
@@ -1583,7 +1719,7 @@ __device__ __noinline__ void decode_partial_group(std::uint64_t n, std::uint64_t
 }
 
 template <class T, int C, int NB>
-__global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, kOnePassDecodeBlocksPerSm<T, C>)
     decode_kernel(std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, const std::uint8_t* __restrict__ kinds,
                   const T* __restrict__ medians, const std::uint8_t* __restrict__ lead, std::uint64_t lead_size,
                   const std::uint8_t* __restrict__ mid, std::uint64_t mid_size, const T* __restrict__ verb,
