@@ -5,10 +5,7 @@
 # Results are packed into $OUT/res.tgz (the device tool returns few files).
 set -u
 RES=/tmp/res; mkdir -p $RES
-[ -f .gpu/bins.tgz ] && tar -C .gpu -xzf .gpu/bins.tgz && rm .gpu/bins.tgz
-export LD_LIBRARY_PATH=$PWD/.gpu
-mkdir -p /work build-cuda build-openmp && ln -sfn "$PWD" /work/main 2>/dev/null
-cp .gpu/ksz-cuda build-cuda/ksz; cp .gpu/ksz-omp build-openmp/ksz
+. perf/gpu_setup.sh
 DIMS=${DIMS:-512,512,512}
 echo "=== CUDA tests"; timeout 300 .gpu/ksz_tests-cuda --gtest_brief=1 ${GTEST_FILTER:+--gtest_filter=$GTEST_FILTER} >$RES/tests.txt 2>&1; tail -5 $RES/tests.txt; grep "FAILED  \]" $RES/tests.txt
 for rel in ${RELS:-1e-4 1e-3}; do

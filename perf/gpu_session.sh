@@ -6,16 +6,9 @@
 # table.md, *.svg). Binaries come prebuilt in .gpu/ (see README: "Running on a
 # GPU machine"); results go to $OUT.
 set -u
-R=$PWD
 OUT=${OUT:-/tmp/ksz-out}
 mkdir -p "$OUT"
-# Tests find the CLI and golden files by the absolute paths of the build machine.
-[ -e /work/main ] || { mkdir -p /work && ln -s "$R" /work/main; }
-[ -f .gpu/bins.tgz ] && tar -C .gpu -xzf .gpu/bins.tgz && rm .gpu/bins.tgz
-mkdir -p build-cuda build-openmp
-cp .gpu/ksz-cuda build-cuda/ksz
-cp .gpu/ksz-omp build-openmp/ksz
-export LD_LIBRARY_PATH=$R/.gpu:${LD_LIBRARY_PATH:-}
+. perf/gpu_setup.sh
 export OMP_PROC_BIND=${OMP_PROC_BIND:-spread} OMP_PLACES=${OMP_PLACES:-cores}
 DIMS=${DIMS:-512,512,512}
 step() { echo; echo "=== $* ==="; }

@@ -7,9 +7,7 @@
 set -u
 # Details under /tmp/szx-ab (emptied first: one call may run this twice), $RES.tgz of them to $OUT.
 FINAL=${OUT:-/tmp}; OUT=/tmp/szx-ab; rm -rf "$OUT"; mkdir -p "$OUT"
-[ -f .gpu/bins.tgz ] && tar -C .gpu -xzf .gpu/bins.tgz && rm .gpu/bins.tgz
-mkdir -p /work && { [ -e /work/main ] || ln -s "$PWD" /work/main; }
-[ -x .gpu/ksz-cuda ] && mkdir -p build-cuda && cp .gpu/ksz-cuda build-cuda/ksz  # the CLI tests run it
+. perf/gpu_setup.sh
 D=${DIMS:-512,512,512}
 if [ "${TESTS:-0}" = 1 ] && [ -x .gpu/ksz_tests-new ]; then
   echo "=== CUDA tests (new) ${GTEST_FILTER:-all}"
