@@ -160,6 +160,53 @@ TYPED_TEST(Szx, IdenticalBytesAcrossBackends) {
   }
 }
 
+// Every pair of neighbouring blocks in every kind pair (constant, coded at two
+// widths, verbatim), in whole groups and a partial last one: the CUDA decoder
+// takes float blocks of 128 two at a time, half a warp each, and each half
+// follows its own kind. Same bytes and values as Serial, and the pattern's
+// kinds are in the stream.
+TYPED_TEST(Szx, MixedKindsSideBySideAsSerial) {
+  using container::SegmentId;
+  const Backend b = backend_of<TypeParam>();
+  constexpr std::uint32_t kBlock = 128;
+  const std::uint64_t nb = 3 * 32 + 5, n = nb * kBlock - 37;  // three whole CUDA groups and a partial one
+  std::vector<float> in(n);
+  // Kind of block j: pair k = j / 2 takes (k % 4, k / 4 % 4) for its two
+  // blocks: 0 constant, 1 coded (narrow), 2 coded (wide), 3 verbatim.
+  const auto kind_of = [](std::uint64_t j) {
+    const std::uint64_t k = j / 2;
+    return int(j % 2 == 0 ? k % 4 : k / 4 % 4);
+  };
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1.f, 1.f);
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const int kind = kind_of(i / kBlock);
+    in[i] = kind == 0 ? 2.5f : kind == 1 ? 3.f + 0.01f * u(rng) : kind == 2 ? 300.f * u(rng) : u(rng);
+    if (kind == 3 && i % kBlock == 7) in[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+  const Dims d = dims_of({n});
+  const auto mine = szx_round_trip<float>(b, in, d, ErrorMode::ABS, 1e-3, kBlock);
+  const auto ref = szx_round_trip<float>(Backend::Serial, in, d, ErrorMode::ABS, 1e-3, kBlock);
+  EXPECT_EQ(mine, ref);
+  const Field fa = decompress(ref.data(), ref.size(), b), fb = decompress(ref.data(), ref.size(), Backend::Serial);
+  EXPECT_EQ(fa.bytes, fb.bytes);
+  const Parts parts = split(ref);
+  const auto& kinds = parts.seg(SegmentId::SzxKinds);
+  ASSERT_EQ(kinds.size(), nb);
+  std::uint8_t narrow = 0, wide = 0;
+  for (std::uint64_t j = 0; j < nb; ++j) {
+    const int want = kind_of(j);
+    if (want == 0) EXPECT_EQ(kinds[j], szx::kConstant) << j;
+    if (want == 3) EXPECT_EQ(kinds[j], szx::kVerbatim) << j;
+    if (want == 1 || want == 2) {
+      ASSERT_TRUE(szx::is_coded(kinds[j])) << j;
+      std::uint8_t& k = want == 1 ? narrow : wide;
+      k = std::max(k, kinds[j]);
+    }
+  }
+  EXPECT_LT(szx::bytes_of(narrow), szx::bytes_of(wide));  // the two coded widths differ in mid-bytes a value
+}
+
 // REL resolves the bound from the finite values' span: on the CUDA one-pass
 // path the kernel works it out from the extremes on the device. Fields with
 // no finite value (a bound of 0 under REL), a constant one (span 0), signed
