@@ -22,7 +22,10 @@ struct Options {
   std::uint32_t huffman_chunk = 4096;        // symbols per independently decodable chunk
   // Sub-chunk (format 1.2): the bit length of every run of this many symbols
   // is stored so decoders start a thread per run. 0 = none; at most 2730
-  // (huffman::kMaxSubchunk).
+  // (huffman::kMaxSubchunk). Where those lengths would be over 1/32 of the
+  // rest of the stream (high ratios), the writer stores runs of the smallest
+  // multiple of it that brings them under (or of the fewest runs a chunk
+  // allows): pipeline_common.hpp, writer_subchunk.
   std::uint32_t huffman_subchunk = 512;
   Backend backend = Backend::Default;        // where the pipeline runs
   // Pass on the Huffman bitstream (--lossless): zbe by default, none or zwe.

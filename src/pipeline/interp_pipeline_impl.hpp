@@ -407,7 +407,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
 
   // Its last stage ends before the Huffman segments' copy to the host, which
   // therefore counts in gather+container, as in the other pipelines.
-  const auto huff =
+  auto huff =
       huffman_encode_codes<ExecSpace>(space, codes, radius, opt.huffman_chunk, opt.huffman_subchunk, opt.lossless,
                                       timer, report, hist.empty() ? nullptr : hist.data(), &ws,
                                       hist.empty() ? nullptr : &book, narrow);
@@ -450,7 +450,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
       {SegmentId::OutlierValue, ov.data(), ov.size()},
       {SegmentId::VerbatimIndex, vi.data(), vi.size()},
       {SegmentId::VerbatimValue, vv.data(), vv.size()}};
-  add_run_bits(h, segments, opt.huffman_subchunk, huff.run_bits);
+  add_run_bits(h, segments, opt.huffman_subchunk, huff.run_bits, codes.extent(0), opt.huffman_chunk);
   auto stream = container::write(h, segments);
   timer.mark("gather+container");
   if (report) {

@@ -251,7 +251,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   const auto words = words_segment(space, enc.words, enc.n_words, n, opt.lossless, pass, timer, report, &ws);
   std::vector<std::uint8_t> lengths(book.lengths.begin(), book.lengths.end());
   const auto offsets = to_host_bytes(enc.chunk_offsets, enc.chunk_offsets.extent(0));
-  const auto run_bits = to_host_bytes(enc.run_bits, enc.run_bits.extent(0));
+  auto run_bits = to_host_bytes(enc.run_bits, enc.run_bits.extent(0));
   const auto oi = pack_indices(out_idx, n);
   const auto ov = to_host_bytes(out_val, out_val.extent(0));
   const auto vi = pack_indices(verb_idx, n);
@@ -281,7 +281,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
                                               {SegmentId::OutlierValue, ov.data(), ov.size()},
                                               {SegmentId::VerbatimIndex, vi.data(), vi.size()},
                                               {SegmentId::VerbatimValue, vv.data(), vv.size()}};
-  add_run_bits(h, segments, opt.huffman_subchunk, run_bits);
+  add_run_bits(h, segments, opt.huffman_subchunk, run_bits, n, opt.huffman_chunk);
   auto stream = container::write(h, segments);
   timer.mark("gather+container");
   if (report) {

@@ -323,9 +323,56 @@ Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& sp
 
 // ---- Huffman sub-chunks (FORMAT.md "Huffman sub-chunks", format 1.2) ----
 
-// Key 7 and segment 8 travel together, and only when run lengths are stored.
+// The lengths of runs of k * sub symbols from those of runs of sub (n
+// symbols in chunks of hchunk; FORMAT.md's layout, u16 little-endian): each
+// is the sum of the k runs it covers, the last run of a chunk stored by
+// neither.
+inline std::vector<std::uint8_t> merge_runs(const std::vector<std::uint8_t>& run_bits, std::uint64_t n,
+                                            std::uint32_t hchunk, std::uint32_t sub, std::uint32_t k) {
+  const huffman::Runs a(n, hchunk, sub), b(n, hchunk, sub * k);
+  KSZ_EXPECTS(run_bits.size() == 2 * a.stored, "sub-chunk lengths: ", run_bits.size(), " bytes for ", a.stored,
+              " runs");
+  const auto at = [&](std::uint64_t i) { return std::uint32_t(run_bits[2 * i]) | std::uint32_t(run_bits[2 * i + 1]) << 8; };
+  std::vector<std::uint8_t> out;
+  out.reserve(2 * b.stored);
+  for (std::uint64_t c = 0; c < b.nchunks; ++c) {
+    const std::uint64_t runs_b = c + 1 < b.nchunks ? b.per_chunk : b.total - c * b.per_chunk;
+    for (std::uint64_t j = 0; j + 1 < runs_b; ++j) {
+      std::uint32_t sum = 0;
+      for (std::uint64_t i = j * k; i < j * k + k; ++i) sum += at(c * (a.per_chunk - 1) + i);
+      out.push_back(std::uint8_t(sum)), out.push_back(std::uint8_t(sum >> 8));  // <= 24 * sub * k bits: a u16
+    }
+  }
+  return out;
+}
+
+// The sub-chunk size a writer stores: sub, or where its lengths would be more
+// than 1/32 of the rest of the stream (rest bytes: a high ratio, where they
+// cost the most), the smallest multiple of it that brings them under, else
+// the one with the fewest runs (below a chunk, at most kMaxSubchunk); 0 where
+// that leaves no chunk with two runs. run_bits becomes the chosen runs'.
+inline std::uint32_t writer_subchunk(std::vector<std::uint8_t>& run_bits, std::uint64_t n, std::uint32_t hchunk,
+                                     std::uint32_t sub, std::uint64_t rest) {
+  if (run_bits.empty() || 32 * run_bits.size() <= rest) return sub;
+  std::uint32_t best = 1;
+  for (std::uint32_t k = 2; std::uint64_t(sub) * k <= huffman::kMaxSubchunk && sub * k < hchunk; ++k) {
+    const std::uint64_t stored = huffman::Runs(n, hchunk, sub * k).stored;
+    if (stored < huffman::Runs(n, hchunk, sub * best).stored) best = k;
+    if (32 * 2 * stored <= rest) break;
+  }
+  if (best == 1) return sub;
+  run_bits = merge_runs(run_bits, n, hchunk, sub, best);
+  return run_bits.empty() ? 0 : sub * best;
+}
+
+// Key 7 and segment 8 travel together, and only when run lengths are stored:
+// after the other segments (the sub-chunk size from writer_subchunk; n
+// symbols in chunks of hchunk). run_bits must outlive the segments.
 inline void add_run_bits(container::Header& h, std::vector<container::Segment>& segments, std::uint32_t sub,
-                         const std::vector<std::uint8_t>& run_bits) {
+                         std::vector<std::uint8_t>& run_bits, std::uint64_t n, std::uint32_t hchunk) {
+  std::uint64_t rest = 0;
+  for (const auto& s : segments) rest += s.size;
+  sub = writer_subchunk(run_bits, n, hchunk, sub, rest);
   if (run_bits.empty()) return;
   h.set_u32(container::Param::HuffmanSubchunk, sub);
   segments.push_back({container::SegmentId::HuffmanRunBits, run_bits.data(), run_bits.size()});

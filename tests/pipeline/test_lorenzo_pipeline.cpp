@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "portable/encode/huffman/huffman.hpp"
 #include "src/api/ksz.hpp"
 #include "src/container/container.hpp"
 #include "tests/common/backends.hpp"
@@ -219,6 +220,64 @@ TYPED_TEST(LorenzoPipeline, SubchunksChangeOnlyTheirSegment) {
       p.seg(SegmentId::HuffmanRunBits)[6] ^= 1;  // run 3 of chunk 0 one bit longer or shorter
       expect_corrupt(p, "a length off by one bit");
     }
+  }
+}
+
+// At high ratios the lengths of runs of 512 would be a large share of the
+// stream: the writer stores runs of a multiple of 512 whose lengths are at
+// most 1/32 of the other segments (else the fewest runs a chunk can have),
+// each the sum of the runs it covers, so the bitstream and the decoded bytes
+// are those of a stream without sub-chunks. At an ordinary ratio nothing
+// changes (runs of 512).
+TYPED_TEST(LorenzoPipeline, SubchunksGrowAtHighRatios) {
+  using container::Param;
+  using container::SegmentId;
+  const Backend b = backend_of<TypeParam>();
+  const Dims d = dims_of({64, 64, 48});  // 196608 codes: 48 chunks
+  const std::uint64_t at512 = 2 * huffman::Runs(d.count(), 4096, 512).stored;
+  for (const PredictorId pred : {PredictorId::Lorenzo, PredictorId::Interp}) {
+    int unchanged = 0, under = 0, fewest = 0;  // which way each case went
+    for (const auto& [p, e] : std::vector<std::pair<Pattern, double>>{
+             {Pattern::Noisy, 1e-4}, {Pattern::Smooth, 1e-3}, {Pattern::Smooth, 1e-1}, {Pattern::Ramp, 1e-2},
+             {Pattern::Constant, 1e-3}}) {
+      SCOPED_TRACE(std::string(name(p)) + " " + std::to_string(e) + (pred == PredictorId::Lorenzo ? " lorenzo" : " interp"));
+      const auto in = make_field<float>(p, d);
+      Options opt;
+      opt.bound = e;
+      opt.backend = b;
+      opt.predictor = pred;
+      const auto with = compress(in.data(), DType::F32, d, opt);
+      opt.huffman_subchunk = 0;
+      const auto without = compress(in.data(), DType::F32, d, opt);
+      const Parts pw = split(with), po = split(without);
+      std::uint64_t rest = 0;
+      for (const auto& sg : po.segs) rest += sg.second.size();
+      ASSERT_TRUE(pw.has(SegmentId::HuffmanRunBits));
+      const std::uint32_t sub = pw.h.u32(Param::HuffmanSubchunk);
+      const std::uint64_t stored = huffman::Runs(d.count(), 4096, sub).stored;
+      EXPECT_EQ(pw.seg(SegmentId::HuffmanRunBits).size(), 2 * stored);
+      if (32 * at512 <= rest) {
+        EXPECT_EQ(sub, 512u) << at512 << " bytes of lengths, " << rest << " else";
+        ++unchanged;
+      } else {
+        EXPECT_EQ(sub % 512, 0u);
+        EXPECT_GT(sub, 512u);
+        if (32 * 2 * stored <= rest) {  // the smallest multiple under the budget
+          if (sub > 1024) EXPECT_GT(32 * 2 * huffman::Runs(d.count(), 4096, sub - 512).stored, rest) << sub;
+          ++under;
+        } else {  // else the fewest runs below a chunk: 2 a chunk, 1 stored
+          EXPECT_EQ(stored, 48u) << sub;
+          EXPECT_EQ(sub, 2048u);
+          ++fewest;
+        }
+      }
+      EXPECT_EQ(pw.seg(SegmentId::HuffmanWords), po.seg(SegmentId::HuffmanWords));
+      const Field fw = decompress(with.data(), with.size(), b), fo = decompress(without.data(), without.size(), b);
+      EXPECT_EQ(fw.bytes, fo.bytes);  // (a reader checks every run's length)
+    }
+    EXPECT_GT(unchanged, 0);
+    EXPECT_GT(under, 0);
+    EXPECT_GT(fewest, 0);
   }
 }
 
