@@ -332,7 +332,9 @@ inline std::vector<std::uint8_t> merge_runs(const std::vector<std::uint8_t>& run
   const huffman::Runs a(n, hchunk, sub), b(n, hchunk, sub * k);
   KSZ_EXPECTS(run_bits.size() == 2 * a.stored, "sub-chunk lengths: ", run_bits.size(), " bytes for ", a.stored,
               " runs");
-  const auto at = [&](std::uint64_t i) { return std::uint32_t(run_bits[2 * i]) | std::uint32_t(run_bits[2 * i + 1]) << 8; };
+  const auto at = [&](std::uint64_t i) {
+    return std::uint32_t(run_bits[2 * i]) | std::uint32_t(run_bits[2 * i + 1]) << 8;
+  };
   std::vector<std::uint8_t> out;
   out.reserve(2 * b.stored);
   for (std::uint64_t c = 0; c < b.nchunks; ++c) {
