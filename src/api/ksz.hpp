@@ -25,7 +25,8 @@ struct Options {
   // (huffman::kMaxSubchunk). Where those lengths would be over 1/32 of the
   // rest of the stream (high ratios), the writer stores runs of the smallest
   // multiple of it that brings them under (or of the fewest runs a chunk
-  // allows): pipeline_common.hpp, writer_subchunk.
+  // allows), where GPU decoders keep enough runs: pipeline_common.hpp,
+  // writer_subchunk.
   std::uint32_t huffman_subchunk = 512;
   Backend backend = Backend::Default;        // where the pipeline runs
   // Pass on the Huffman bitstream (--lossless): zbe by default, none or zwe.

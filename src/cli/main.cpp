@@ -212,7 +212,8 @@ int run(int argc, char** argv) {
   c->add_option("--subchunk", subchunk,
                 "Huffman sub-chunk: store the bit length of every run of this many codes so GPU decoders start a "
                 "thread per run (2 bytes per 585 codes at 512; where that would be over 1/32 of the rest of the "
-                "stream, runs of the smallest multiple under it, up to 2048); 0 = none")
+                "stream, runs of the smallest multiple under it, up to 2048, if enough runs remain for a GPU); "
+                "0 = none")
       ->capture_default_str();
   c->add_option("--pipeline", pipeline_name, "dual (cuSZ dual-quantization) or classic (ParaSZ, CPU)")
       ->capture_default_str();

@@ -348,16 +348,26 @@ inline std::vector<std::uint8_t> merge_runs(const std::vector<std::uint8_t>& run
   return out;
 }
 
+// Longer runs leave GPU decoders fewer threads: a writer lengthens them only
+// where at least kFullRuns remain (twice the Huffman decoder threads an H200
+// holds at once, so big fields keep their decode speed), or for fewer than
+// kFewCodes codes (at most 32k runs of 512, too few to fill a GPU at any
+// length: microseconds of decoding).
+constexpr std::uint64_t kFullRuns = std::uint64_t(1) << 18, kFewCodes = std::uint64_t(1) << 24;
+
 // The sub-chunk size a writer stores: sub, or where its lengths would be more
 // than 1/32 of the rest of the stream (rest bytes: a high ratio, where they
 // cost the most), the smallest multiple of it that brings them under, else
-// the one with the fewest runs (below a chunk, at most kMaxSubchunk); 0 where
-// that leaves no chunk with two runs. run_bits becomes the chosen runs'.
+// the one with the fewest runs (below a chunk, at most kMaxSubchunk, and
+// within kFullRuns / kFewCodes); 0 where that leaves no chunk with two runs.
+// run_bits becomes the chosen runs'.
 inline std::uint32_t writer_subchunk(std::vector<std::uint8_t>& run_bits, std::uint64_t n, std::uint32_t hchunk,
                                      std::uint32_t sub, std::uint64_t rest) {
   if (run_bits.empty() || 32 * run_bits.size() <= rest) return sub;
   std::uint32_t best = 1;
-  for (std::uint32_t k = 2; std::uint64_t(sub) * k <= huffman::kMaxSubchunk && sub * k < hchunk; ++k) {
+  for (std::uint32_t k = 2; std::uint64_t(sub) * k <= huffman::kMaxSubchunk && sub * k < hchunk &&
+                            (n < kFewCodes || n / (std::uint64_t(sub) * k) >= kFullRuns);
+       ++k) {
     const std::uint64_t stored = huffman::Runs(n, hchunk, sub * k).stored;
     if (stored < huffman::Runs(n, hchunk, sub * best).stored) best = k;
     if (32 * 2 * stored <= rest) break;

@@ -7,6 +7,7 @@
 #include "portable/encode/huffman/huffman.hpp"
 #include "src/api/ksz.hpp"
 #include "src/container/container.hpp"
+#include "src/pipeline/pipeline_common.hpp"
 #include "tests/common/backends.hpp"
 #include "tests/common/fields.hpp"
 #include "tests/common/stream_parts.hpp"
@@ -278,6 +279,52 @@ TYPED_TEST(LorenzoPipeline, SubchunksGrowAtHighRatios) {
     EXPECT_GT(unchanged, 0);
     EXPECT_GT(under, 0);
     EXPECT_GT(fewest, 0);
+  }
+}
+
+// The writer's sizing on its own: lengths within their budget stay at 512;
+// over it, a small field takes the fewest runs, a big one no fewer than
+// kFullRuns (GPU decoders stay full), a middling one stays; each merged length
+// is the sum of the runs it covers.
+TEST(SubchunkSizing, BudgetAndGpuRuns) {
+  using namespace pipeline::impl;
+  const auto lengths = [](std::uint64_t n) {
+    std::vector<std::uint8_t> v(2 * huffman::Runs(n, 4096, 512).stored);
+    for (std::size_t i = 0; i < v.size() / 2; ++i) v[2 * i] = std::uint8_t(100 + i % 7), v[2 * i + 1] = std::uint8_t(i % 3);
+    return v;
+  };
+  const auto at = [](const std::vector<std::uint8_t>& v, std::uint64_t i) { return v[2 * i] | v[2 * i + 1] << 8; };
+  {
+    auto v = lengths(1 << 20);
+    EXPECT_EQ(writer_subchunk(v, 1 << 20, 4096, 512, 32 * v.size()), 512u);  // at the budget
+    EXPECT_EQ(v, lengths(1 << 20));
+  }
+  {
+    const auto orig = lengths(1 << 20);
+    auto v = orig;
+    ASSERT_EQ(writer_subchunk(v, 1 << 20, 4096, 512, 1), 2048u);  // small: the fewest runs
+    ASSERT_EQ(v.size(), 2u * (1 << 20) / 4096);
+    for (std::uint64_t c = 0; c < (1 << 20) / 4096; ++c)
+      EXPECT_EQ(at(v, c), at(orig, 7 * c) + at(orig, 7 * c + 1) + at(orig, 7 * c + 2) + at(orig, 7 * c + 3)) << c;
+    auto w = orig;  // a budget that runs of 1024 (3 stored a chunk) meet and 512 do not
+    EXPECT_EQ(writer_subchunk(w, 1 << 20, 4096, 512, 32 * 2 * 3 * 256), 1024u);
+    EXPECT_EQ(at(w, 4), at(orig, 7 + 2) + at(orig, 7 + 3));  // chunk 1's second run of 1024
+  }
+  {
+    auto v = lengths(std::uint64_t(1) << 25);  // 65536 runs of 512: fewer than kFullRuns at any longer size
+    EXPECT_EQ(writer_subchunk(v, std::uint64_t(1) << 25, 4096, 512, 1), 512u);
+  }
+  {
+    auto v = lengths(std::uint64_t(1) << 28);  // kFullRuns runs of 1024, fewer of 1536
+    EXPECT_EQ(writer_subchunk(v, std::uint64_t(1) << 28, 4096, 512, 1), 1024u);
+    EXPECT_EQ(v.size(), 2 * huffman::Runs(std::uint64_t(1) << 28, 4096, 1024).stored);
+  }
+  {
+    auto v = lengths(5000);  // one chunk of 4096 and one of 904: runs of 2048 leave the second whole
+    const auto orig = v;
+    ASSERT_EQ(writer_subchunk(v, 5000, 4096, 512, 1), 2048u);
+    ASSERT_EQ(v.size(), 2u);
+    EXPECT_EQ(at(v, 0), at(orig, 0) + at(orig, 1) + at(orig, 2) + at(orig, 3));
   }
 }
 
