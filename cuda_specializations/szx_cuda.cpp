@@ -1358,6 +1358,53 @@ __device__ __forceinline__ int mid_bytes4(std::uint32_t acc, int nbytes, int val
   return cnt;
 }
 
+// Index propagation (Figure 9) for a lane's Q consecutive values. Each value
+// is (prev & keep) | x: its mid-bytes x (from stage byte p on), its leading
+// bytes from the previous code. Those maps compose (K, X) = (K1 & K2,
+// (X1 & K2) | X2): lane_maps gives the lane's values' maps and their
+// composition (codes: the Q leading codes, 2 bits each, the first at the top;
+// values from `valid` on take no mid-bytes); scan_maps makes that the
+// inclusive scan over W lanes (mask: the lanes that take part), so the code
+// coming into a lane is its predecessor's X, for every byte at once (a map
+// composed with itself is itself, so lanes below the shuffle's distance need
+// no test); apply_maps gives the values from the code coming in.
+template <int Q, class U>
+__device__ __forceinline__ void lane_maps(const U* __restrict__ stage, unsigned p, std::uint32_t codes, int nbytes,
+                                          int valid, U (&x)[Q], U (&keep)[Q], U& K, U& X) {
+  constexpr int S = sizeof(U);
+  K = ~U(0), X = 0;
+#pragma unroll
+  for (int q = 0; q < Q; ++q) {
+    const int l = (codes >> (2 * Q - 2 - 2 * q)) & 3;
+    const int mq = q < valid ? (l <= nbytes ? nbytes - l : 0) : 0;
+    const int o = static_cast<int>(p & (S - 1));
+    const U* const at = stage + p / S;
+    x[q] = top_bytes(bswap<U>(bytes_at(at, o)), mq);
+    keep[q] = keep_above<U>(mq);
+    X = (X & keep[q]) | x[q];
+    K &= keep[q];
+    p += mq;
+  }
+}
+template <int W, class U>
+__device__ __forceinline__ void scan_maps(unsigned mask, U& K, U& X) {
+#pragma unroll
+  for (int d = 1; d < W; d <<= 1) {
+    const U kp = __shfl_up_sync(mask, K, d, W), xp = __shfl_up_sync(mask, X, d, W);
+    X = (xp & K) | X;
+    K &= kp;
+  }
+}
+template <int Q, class T, class U>
+__device__ __forceinline__ U apply_maps(U prev, const U (&x)[Q], const U (&keep)[Q], T m, int shift, T (&y)[Q]) {
+#pragma unroll
+  for (int q = 0; q < Q; ++q) {
+    prev = (prev & keep[q]) | x[q];
+    y[q] = szx::value_of<T>(prev, m, shift);
+  }
+  return prev;
+}
+
 // mid_bytes4 for a lane's eight values of a whole block (acc: their two lead
 // bytes, the first value's code at the top).
 __device__ __forceinline__ int mid_bytes8(std::uint32_t acc, int nbytes) {
@@ -1382,7 +1429,6 @@ __device__ __forceinline__ void decode_pair(const Shared<T, SH::kBlocks>& sh, in
                                             std::uint32_t codes, const typename SH::U* __restrict__ stage,
                                             unsigned p, const T* __restrict__ verb, std::uint64_t verb_size) {
   using U = typename SH::U;
-  constexpr int S = SH::S;
   constexpr std::uint32_t kBlock = SH::kBlock;
   const std::uint8_t kind = sh.kind[t];
   const bool coded = szx::is_coded(kind);
@@ -1390,8 +1436,8 @@ __device__ __forceinline__ void decode_pair(const Shared<T, SH::kBlocks>& sh, in
   T* const dst = out + 8 * sub;
   T y[8];
   if (kind == szx::kVerbatim) {
-    const std::uint64_t vo = sh.verb[t] * kBlock + 8 * sub;
-    if (sh.verb[t] * kBlock + kBlock <= verb_size) {
+    const std::uint64_t vb = sh.verb[t] * kBlock, vo = vb + 8 * sub;
+    if (vb + kBlock <= verb_size) {
       load4(verb + vo, 4, y), load4(verb + vo + 4, 4, y + 4);
     } else {
 #pragma unroll
@@ -1402,33 +1448,11 @@ __device__ __forceinline__ void decode_pair(const Shared<T, SH::kBlocks>& sh, in
     for (int q = 0; q < 8; ++q) y[q] = sh.med[t];
   } else {
     const int nbytes = szx::bytes_of(kind), shift = szx::Bits<T>::kTotal - kind;
-    p += static_cast<unsigned>(sh.mid_off[t]);
-    U x[8], keep[8], K = ~U(0), X = 0;
-#pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      const int l = (codes >> (14 - 2 * q)) & 3;
-      const int mq = l <= nbytes ? nbytes - l : 0;
-      const int o = static_cast<int>(p & (S - 1));
-      x[q] = top_bytes(bswap<U>(bytes_at(stage + p / S, o)), mq);
-      keep[q] = keep_above<U>(mq);
-      X = (X & keep[q]) | x[q];
-      K &= keep[q];
-      p += mq;
-    }
-#pragma unroll
-    for (int d = 1; d < 16; d <<= 1) {
-      const U kp = __shfl_up_sync(lanes, K, d, 16), xp = __shfl_up_sync(lanes, X, d, 16);
-      X = (xp & K) | X;
-      K &= kp;
-    }
+    U x[8], keep[8], K, X;
+    lane_maps<8>(stage, p + static_cast<unsigned>(sh.mid_off[t]), codes, nbytes, 8, x, keep, K, X);
+    scan_maps<16>(lanes, K, X);
     const U xe = __shfl_up_sync(lanes, X, 1, 16);
-    U prev = sub == 0 ? U(0) : xe;
-    const T m = sh.med[t];
-#pragma unroll
-    for (int q = 0; q < 8; ++q) {
-      prev = (prev & keep[q]) | x[q];
-      y[q] = szx::value_of<T>(prev, m, shift);
-    }
+    apply_maps<8>(sub == 0 ? U(0) : xe, x, keep, sh.med[t], shift, y);
   }
   store4<T, true, true>(dst, 4, y);
   store4<T, true, true>(dst + 4, 4, y + 4);
@@ -1571,12 +1595,7 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
       if (coded) v |= static_cast<std::uint32_t>(mid_bytes8(a, nbytes)) << (16 * k);
       over = over || code_over(a, nbytes);
     }
-    std::uint32_t incl = v;  // a block's sum is at most its 512 bytes: fields never carry
-#pragma unroll
-    for (int d = 1; d < 16; d <<= 1) {
-      const std::uint32_t u = __shfl_up_sync(warp::kFull, incl, d, 16);
-      if (sub >= d) incl += u;
-    }
+    const std::uint32_t incl = warp::scan_inclusive<16>(v);  // a block's sum is at most 512: fields never carry
     excl2 = incl - v;
     if (sub == 15) {
 #pragma unroll
@@ -1661,39 +1680,14 @@ __device__ __forceinline__ void decode_group(std::uint64_t n, std::uint64_t nb, 
         const int vr = valid[r];
         unsigned p = p0 + chunks.excl_of(r);
         p0 += chunks.sum_of(r);
-        // Each value is (prev & keep) | x: its mid-bytes x, its leading bytes
-        // from the previous code. Those maps compose (K, X) = (K1 & K2,
-        // (X1 & K2) | X2), so the code coming into each lane is a scan of the
-        // lanes' composed maps (index propagation, Figure 9, for every byte at
-        // once); a map composed with itself is itself, so lanes below the
-        // shuffle's distance need no test.
-        U x[4], keep[4], K = ~U(0), X = 0;
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int l = (acc[r] >> (6 - 2 * q)) & 3;
-          const int mq = q < vr ? (l <= nbytes ? nbytes - l : 0) : 0;
-          const int o = static_cast<int>(p & (S - 1));
-          const U* const at = stage + p / S;
-          x[q] = top_bytes(bswap<U>(bytes_at(at, o)), mq);
-          keep[q] = keep_above<U>(mq);
-          X = (X & keep[q]) | x[q];
-          K &= keep[q];
-          p += mq;
-        }
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-          const U kp = __shfl_up_sync(warp::kFull, K, d), xp = __shfl_up_sync(warp::kFull, X, d);
-          X = (xp & K) | X;
-          K &= kp;
-        }
+        // The chunk's maps (lane_maps) scanned over the warp; lane 0 takes
+        // the carry, the others compose it with their predecessor's map.
+        U x[4], keep[4], K, X;
+        lane_maps<4>(stage, p, acc[r], nbytes, vr, x, keep, K, X);
+        scan_maps<32>(warp::kFull, K, X);
         const U ke = __shfl_up_sync(warp::kFull, K, 1), xe = __shfl_up_sync(warp::kFull, X, 1);
-        U prev = lane == 0 ? carry : static_cast<U>((carry & ke) | xe);
         T y[4];
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          prev = (prev & keep[q]) | x[q];
-          y[q] = szx::value_of<T>(prev, m, shift);
-        }
+        const U prev = apply_maps<4>(lane == 0 ? carry : static_cast<U>((carry & ke) | xe), x, keep, m, shift, y);
         store4<T, true, Full>(dst + (r % C) * kChunk + 4 * lane, vr, y);
         carry = __shfl_sync(warp::kFull, prev, 31);
       }

@@ -36,13 +36,13 @@ __device__ __forceinline__ T reduce_max(T v) {
   return v;
 }
 
-// Inclusive prefix sum over the lanes.
-template <class T>
+// Inclusive prefix sum over the lanes (over each W-lane segment).
+template <int W = 32, class T>
 __device__ __forceinline__ T scan_inclusive(T v) {
-  const int lane = threadIdx.x & 31;
+  const int lane = threadIdx.x & (W - 1);
 #pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const T u = __shfl_up_sync(kFull, v, o);
+  for (int o = 1; o < W; o <<= 1) {
+    const T u = __shfl_up_sync(kFull, v, o, W);
     if (lane >= o) v += u;
   }
   return v;
