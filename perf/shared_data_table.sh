@@ -7,13 +7,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ksz=${1:-$root/build-openmp/ksz}
 shift || true
 data=$root/../shared/data
-[ -f "$data/MANIFEST.tsv" ] || { echo "no $data/MANIFEST.tsv" >&2; exit 1; }
+fields=$("$root/perf/shared_data_fields.sh")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "| field | dims | REL | ratio | PSNR dB | max abs err | abs bound |"
 echo "|---|---|---|---|---|---|---|"
-tail -n +2 "$data/MANIFEST.tsv" | while IFS=$'\t' read -r path bytes dtype dims rest; do
-  d=$(echo "$dims" | tr 'x' '\n' | tac | paste -sd, -)
+echo "$fields" | while IFS=$'\t' read -r path dtype dims d; do
   for e in 1e-2 1e-3 1e-4; do
     out=$("$ksz" compress -i "$data/$path" -o "$tmp/x.ksz" -t "$dtype" -d "$d" -m rel -e "$e" --report "$@")
     ratio=$(echo "$out" | sed -n 's/^ratio \([0-9.]*\).*/\1/p')

@@ -25,10 +25,5 @@ for mode in pwrel rel; do
 done
 OMP_NUM_THREADS=16 "$bench" --dims 512,512,256 --mode pwrel -e 1e-3 --threads 16 --reps 3 \
   --widths 24,48,96,192,384,768,1536,6144 2>/dev/null | sed -n '/^2\./,$p'
-data=$root/../shared/data  # (the ratio table: perf/shared_data_pwrel.sh)
-tail -n +2 "$data/MANIFEST.tsv" | while IFS=$'\t' read -r path bytes dtype dims rest; do
-  d=$(echo "$dims" | tr 'x' '\n' | tac | paste -sd, -)
-  echo "== $path ($dims $dtype)"
-  OMP_NUM_THREADS=16 "$bench" --file "$data/$path" --type "$dtype" --dims "$d" --threads 16 --reps 1 --ratios \
-    --backend "$backend" 2>/dev/null | sed -n '/^3\./,$p'
-done
+echo "3. PW_REL ratios on ../shared/data"
+"$root/perf/shared_data_pwrel.sh" "$build" "$backend"

@@ -450,7 +450,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
       {SegmentId::OutlierValue, ov.data(), ov.size()},
       {SegmentId::VerbatimIndex, vi.data(), vi.size()},
       {SegmentId::VerbatimValue, vv.data(), vv.size()}};
-  add_run_bits(h, segments, opt.huffman_subchunk, huff.run_bits, codes.extent(0), opt.huffman_chunk);
+  add_run_bits(h, segments, opt.huffman_subchunk, huff.run_bits, n, opt.huffman_chunk);
   auto stream = container::write(h, segments);
   timer.mark("gather+container");
   if (report) {

@@ -365,11 +365,12 @@ inline std::uint32_t writer_subchunk(std::vector<std::uint8_t>& run_bits, std::u
                                      std::uint32_t sub, std::uint64_t rest) {
   if (run_bits.empty() || 32 * run_bits.size() <= rest) return sub;
   std::uint32_t best = 1;
+  std::uint64_t fewest = run_bits.size() / 2;  // best's stored lengths
   for (std::uint32_t k = 2; std::uint64_t(sub) * k <= huffman::kMaxSubchunk && sub * k < hchunk &&
                             (n < kFewCodes || n / (std::uint64_t(sub) * k) >= kFullRuns);
        ++k) {
     const std::uint64_t stored = huffman::Runs(n, hchunk, sub * k).stored;
-    if (stored < huffman::Runs(n, hchunk, sub * best).stored) best = k;
+    if (stored < fewest) best = k, fewest = stored;
     if (32 * 2 * stored <= rest) break;
   }
   if (best == 1) return sub;
