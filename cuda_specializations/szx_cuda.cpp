@@ -843,14 +843,34 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
           for (int r = j * C; r < j * C + C; ++r) {
             const U up = __shfl_up_sync(warp::kFull, code[r][3], 1);
             U prev = lane == 0 ? carry : up;
+            if constexpr (Full && S == 4) {
+              // h = (31 - clz) >> 3, one FLO and a shift (-1 for a zero xor:
+              // an arithmetic shift), is the byte of the xor's top set bit, so
+              // l = nbytes - 1 - h (the xor is below 2^(8 nbytes)): the four
+              // codes are (nbytes - 1) * 0x55 less sum h 4^(3 - q) and the
+              // mid-bytes 4 + sum h, with no shift by q or subtraction from
+              // nbytes a value. ((39 - clz) >> 3, the mid-bytes themselves,
+              // costs an add a value more: 297.8M against 291.4M instructions.)
+              int packed = 0, count = 4;
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const int l = (clz(static_cast<U>((code[r][q] ^ prev) | cap3)) - base) >> 3;
-              if (q < valid[r]) {
-                acc[r] |= static_cast<std::uint32_t>(l) << (6 - 2 * q);
-                cnt[r] += nbytes - l;
+              for (int q = 0; q < 4; ++q) {
+                const int h = (31 - clz(static_cast<U>((code[r][q] ^ prev) | cap3))) >> 3;
+                packed = 4 * packed + h;
+                count += h;
+                prev = code[r][q];
               }
-              prev = code[r][q];
+              acc[r] = static_cast<std::uint32_t>((nbytes - 1) * 0x55 - packed);
+              cnt[r] = count;
+            } else {
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const int l = (clz(static_cast<U>((code[r][q] ^ prev) | cap3)) - base) >> 3;
+                if (q < valid[r]) {
+                  acc[r] |= static_cast<std::uint32_t>(l) << (6 - 2 * q);
+                  cnt[r] += nbytes - l;
+                }
+                prev = code[r][q];
+              }
             }
             carry = __shfl_sync(warp::kFull, code[r][3], 31);
           }
