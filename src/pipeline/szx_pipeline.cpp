@@ -151,27 +151,25 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
       } else {
         const Kokkos::View<double*, Mem> extremes = ws.template get<double>(
             Workspace<Mem>::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range");
-        if (cuda_spec::finite_minmax_to<T>(space, in.data(), n, extremes.data())) {
-          sb.bound = opt.bound;
-          sb.range = extremes.data();
-          sb.rel = opt.mode == ErrorMode::REL;
-        } else {
-          resolve_on_host();
-          sb.bound = abs_bound;
-        }
+        // The one-pass path runs only where the specializations are on and n > 0,
+        // which is all finite_minmax_to asks.
+        const bool queued = cuda_spec::finite_minmax_to<T>(space, in.data(), n, extremes.data());
+        KSZ_EXPECTS(queued, "internal: the value-range kernel refused a case the SZx one-pass path took");
+        sb.bound = opt.bound;
+        sb.range = extremes.data();
+        sb.rel = opt.mode == ErrorMode::REL;
       }
       done = cuda_spec::szx_compress_onepass<T>(space, in.data(), n, block, sb, kinds.data(), medians.data(),
                                                 reinterpret_cast<std::uint16_t*>(runs.data()), lead1.data(),
                                                 reinterpret_cast<std::uint8_t*>(payload.data()), capv * sizeof(T),
                                                 state.data(), state_bytes, tot, fits);
       KSZ_EXPECTS(done, "internal: SZx one-pass encode refused a case it sized");
-      if (sb.range || sb.find_range) {
-        resolve(impl::range_of_extremes(sb.mn, sb.mx));
-        KSZ_EXPECTS(sb.used == abs_bound, "internal: the SZx kernel's bound ", sb.used, " is not the pipeline's ",
-                    abs_bound);
-      }
+      // The kernel read the range (REL) or found it (ABS).
+      resolve(impl::range_of_extremes(sb.mn, sb.mx));
+      KSZ_EXPECTS(sb.used == abs_bound, "internal: the SZx kernel's bound ", sb.used, " is not the pipeline's ",
+                  abs_bound);
       KSZ_EXPECTS(fits, "internal: SZx one-pass encode overflowed the input size");
-      timer.mark(sb.range || sb.find_range ? "value range+block plan+encode" : "block plan+encode");
+      timer.mark("value range+block plan+encode");
       lead_total = tot.lead, mid_total = tot.mid, verb_total = tot.verb;
       lead = lead1;
       mid = Kokkos::View<std::uint8_t*, Mem>(reinterpret_cast<std::uint8_t*>(payload.data()), capv * sizeof(T));
