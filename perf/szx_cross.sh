@@ -11,9 +11,12 @@ while read -r t m e b; do
   [ -n "$t" ] || continue
   d=$([ $t = f32 ] && echo "$D" || echo "$D64")
   a=(compress -i /tmp/x.$t -t $t -d "$d" --predictor szx --block $b --mode $m -e $e)
-  build-cuda/ksz "${a[@]}" -o /tmp/c.ksz >/dev/null && OMP_NUM_THREADS=16 build-openmp/ksz "${a[@]}" -o /tmp/o.ksz >/dev/null
-  build-openmp/ksz decompress -i /tmp/c.ksz -o /tmp/c_omp.out >/dev/null && build-cuda/ksz decompress -i /tmp/o.ksz -o /tmp/o_cuda.out >/dev/null
-  if cmp -s /tmp/c.ksz /tmp/o.ksz && cmp -s /tmp/c_omp.out /tmp/o_cuda.out; then
+  rm -f /tmp/c.ksz /tmp/o.ksz /tmp/c_omp.out /tmp/o_cuda.out
+  if ! { build-cuda/ksz "${a[@]}" -o /tmp/c.ksz >/dev/null && OMP_NUM_THREADS=16 build-openmp/ksz "${a[@]}" -o /tmp/o.ksz >/dev/null &&
+         build-openmp/ksz decompress -i /tmp/c.ksz -o /tmp/c_omp.out >/dev/null &&
+         build-cuda/ksz decompress -i /tmp/o.ksz -o /tmp/o_cuda.out >/dev/null; }; then
+    echo "FAILED $t $m $e block $b (a CLI call exited non-zero)"; bad=1
+  elif cmp -s /tmp/c.ksz /tmp/o.ksz && cmp -s /tmp/c_omp.out /tmp/o_cuda.out; then
     echo "same  $t $m $e block $b: stream md5 $(md5sum </tmp/c.ksz | head -c 8), $(stat -c %s /tmp/c.ksz) bytes"
   else echo "DIFFER $t $m $e block $b"; bad=1; fi
 done <<CASES
