@@ -836,7 +836,6 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
           // A code of at most 3 bytes has at most that many; a longer one
           // gets a bit set at the top of its fourth byte, which caps the
           // count at 3 without a clamp.
-          const int base = kBits - 8 * nbytes;
           const U cap3 = nbytes > 3 ? U(1) << (8 * (nbytes - 3) - 1) : U(0);
           U carry = 0;
 #pragma unroll
@@ -862,6 +861,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
               acc[r] = static_cast<std::uint32_t>((nbytes - 1) * 0x55 - packed);
               cnt[r] = count;
             } else {
+              const int base = kBits - 8 * nbytes;
 #pragma unroll
               for (int q = 0; q < 4; ++q) {
                 const int l = (clz(static_cast<U>((code[r][q] ^ prev) | cap3)) - base) >> 3;

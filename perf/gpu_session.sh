@@ -38,14 +38,8 @@ if part 1; then
       --json "$OUT/bench_cuda_portable_$rel.json"
   done
 
-  step "CUDA bytes == OpenMP bytes on $DIMS"
-  build-cuda/ksz gen -o /tmp/f.f32 -t f32 -d "$DIMS"
-  build-cuda/ksz compress -i /tmp/f.f32 -o /tmp/f_cuda.ksz -t f32 -d "$DIMS" -e 1e-4
-  OMP_NUM_THREADS=16 build-openmp/ksz compress -i /tmp/f.f32 -o /tmp/f_omp.ksz -t f32 -d "$DIMS" -e 1e-4
-  cmp /tmp/f_cuda.ksz /tmp/f_omp.ksz && echo "IDENTICAL BYTES ($(stat -c %s /tmp/f_cuda.ksz) bytes)"
-  build-openmp/ksz decompress -i /tmp/f_cuda.ksz -o /tmp/g_omp.f32
-  build-cuda/ksz decompress -i /tmp/f_omp.ksz -o /tmp/g_cuda.f32
-  cmp /tmp/g_omp.f32 /tmp/g_cuda.f32 && echo "IDENTICAL DECOMPRESSED BYTES"
+  step "CUDA bytes == OpenMP bytes on $DIMS (Lorenzo, SZx)"
+  DIMS=$DIMS bash perf/cross_backends.sh 2>&1 | tee "$OUT/cross_backends.txt"
 fi
 
 if part 2; then
