@@ -687,9 +687,10 @@ __device__ __forceinline__ void put_totals(Result* r, std::uint8_t lk, std::uint
 }
 
 // Groups resident on an SM: five (48 registers) for both kernels. The
-// compressor's five spill 12 bytes (float; 20 double) and still beat four
-// (64 registers) once its partial group is out of line (with it inlined, five
-// spilled 136); six (40 registers) spill more and are slower in both.
+// compressor's five spill a little (float 20-24 bytes, double 20) and still
+// beat four (64 registers, no spill; float by segments 823-833 against
+// 853-861 GB/s under REL) once its partial group is out of line (with it
+// inlined, five spilled 136); six (40 registers) spill more and are slower.
 constexpr int kOnePassBlocksPerSm = 5;
 // The decoder: five groups an SM, four where it decodes by pairs (float
 // blocks of 128: 64 registers, no spill; at 48 decode_pair's eight values a
@@ -697,8 +698,49 @@ constexpr int kOnePassBlocksPerSm = 5;
 template <class T, int C>
 constexpr int kOnePassDecodeBlocksPerSm = sizeof(T) == 4 && C == 1 ? 4 : 5;
 
-// One group. Full: every block of the group is whole and the input 16-byte
-// aligned, so the `valid` counts are the constant 4 and fold away.
+// The staged mid-bytes to the payload's [mo, mo + total), 16 bytes a
+// thread: a 16-byte store where all 16 are the group's and the payload is
+// aligned, bytes at the two ends (shared with the neighbouring groups).
+// Output bytes [16 c, 16 c + 16) from the 16-aligned base are staged bytes
+// from 16 c - s: staged words from 4 c - s / 4, shifted by s % 4 bytes
+// (the stage read as 32-bit words: the same bytes for either S; the words
+// before it, down to st[-4], only make bytes before s, which are not
+// written).
+__device__ __forceinline__ void copy_out_stage(std::uint8_t* __restrict__ payload, std::uint64_t cap,
+                                               const std::uint32_t* __restrict__ st, std::uint64_t mo,
+                                               std::uint64_t total, Result* result) {
+  if (total == 0) return;
+  if (mo + total > cap) {
+    if (threadIdx.x == 0) atomicOr(&result->status, kOverflow);
+    return;
+  }
+  const int s = static_cast<int>(mo & 15), sw = s >> 2, sb = 8 * (s & 3);
+  std::uint8_t* const base = payload + (mo - s);
+  const bool vec = (reinterpret_cast<std::uintptr_t>(base) & 15) == 0;
+  const int end = s + static_cast<int>(total);  // a group's mid-bytes: at most its input, 16 KiB
+  const int pieces = (end + 15) / 16;
+  for (int c = threadIdx.x; c < pieces; c += kThreads) {
+    std::uint32_t x[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int q = 4 * c + i - sw;
+      x[i] = __funnelshift_rc(st[q - 1], st[q], 32 - sb);
+    }
+    const int b0 = 16 * c;
+    if (vec && b0 >= s && b0 + 16 <= end) {
+      __stcs(reinterpret_cast<uint4*>(base + b0), make_uint4(x[0], x[1], x[2], x[3]));
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        if (b0 + i >= s && b0 + i < end)
+          base[b0 + i] = static_cast<std::uint8_t>(x[i / 4] >> (8 * (i % 4)));
+    }
+  }
+}
+
+// One group (double; float's partial group: its whole groups take
+// compress_group_seg). Full: every block of the group is whole and the input
+// 16-byte aligned, so the `valid` counts are the constant 4 and fold away.
 template <class T, int C, int NB, bool Full, bool FindRange>
 __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                std::uint64_t ngroups,
@@ -842,35 +884,15 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
           for (int r = j * C; r < j * C + C; ++r) {
             const U up = __shfl_up_sync(warp::kFull, code[r][3], 1);
             U prev = lane == 0 ? carry : up;
-            if constexpr (Full && S == 4) {
-              // h = (31 - clz) >> 3, one FLO and a shift (-1 for a zero xor:
-              // an arithmetic shift), is the byte of the xor's top set bit, so
-              // l = nbytes - 1 - h (the xor is below 2^(8 nbytes)): the four
-              // codes are (nbytes - 1) * 0x55 less sum h 4^(3 - q) and the
-              // mid-bytes 4 + sum h, with no shift by q or subtraction from
-              // nbytes a value. ((39 - clz) >> 3, the mid-bytes themselves,
-              // costs an add a value more: 297.8M against 291.4M instructions.)
-              int packed = 0, count = 4;
+            const int base = kBits - 8 * nbytes;
 #pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const int h = (31 - clz(static_cast<U>((code[r][q] ^ prev) | cap3))) >> 3;
-                packed = 4 * packed + h;
-                count += h;
-                prev = code[r][q];
+            for (int q = 0; q < 4; ++q) {
+              const int l = (clz(static_cast<U>((code[r][q] ^ prev) | cap3)) - base) >> 3;
+              if (q < valid[r]) {
+                acc[r] |= static_cast<std::uint32_t>(l) << (6 - 2 * q);
+                cnt[r] += nbytes - l;
               }
-              acc[r] = static_cast<std::uint32_t>((nbytes - 1) * 0x55 - packed);
-              cnt[r] = count;
-            } else {
-              const int base = kBits - 8 * nbytes;
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const int l = (clz(static_cast<U>((code[r][q] ^ prev) | cap3)) - base) >> 3;
-                if (q < valid[r]) {
-                  acc[r] |= static_cast<std::uint32_t>(l) << (6 - 2 * q);
-                  cnt[r] += nbytes - l;
-                }
-                prev = code[r][q];
-              }
+              prev = code[r][q];
             }
             carry = __shfl_sync(warp::kFull, code[r][3], 31);
           }
@@ -1019,44 +1041,278 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       }
     }
   }
-  // The staged mid-bytes to the payload's [mo, mo + total), 16 bytes a
-  // thread: a 16-byte store where all 16 are the group's and the payload is
-  // aligned, bytes at the two ends (shared with the neighbouring groups).
-  // Output bytes [16 c, 16 c + 16) from the 16-aligned base are staged bytes
-  // from 16 c - s: staged words from 4 c - s / 4, shifted by s % 4 bytes
-  // (the stage read as 32-bit words: the same bytes for either S; the words
-  // before it, down to st[-4], only make bytes before s, which are not
-  // written).
-  const std::uint64_t mo = sh.mid_before, total = sh.mid_total;
-  if (total == 0) return;
-  if (mo + total > cap) {
-    if (threadIdx.x == 0) atomicOr(&result->status, kOverflow);
-    return;
+  copy_out_stage(payload, cap, reinterpret_cast<const std::uint32_t*>(stage), sh.mid_before, sh.mid_total, result);
+}
+
+// Float whole groups by segments (compress_group_seg): a thread codes 16
+// consecutive values of one block (8 C threads a block), so that the block's
+// work (its head, its kind, its tests, its votes) is done once for all the
+// warp's blocks at once instead of once a block, and its mid-bytes are one run
+// that it packs into whole words as it goes (compress_group takes four values
+// a lane from each block in turn and stores every byte). The bytes are the
+// same: compress_group's arithmetic in another order.
+// The stage starts zeroed. A thread stores each word it fills (its first
+// with zeros where the run before it ends); its last, partial word it ORs in
+// after a barrier, once every plain store is done, which also gives back the
+// bytes that its successor's first store zeroed. (A host model of the packing,
+// with the threads' stores in random order, matched the byte-by-byte stream.)
+namespace seg {
+constexpr int kValues = 16;  // a thread's
+template <int C>
+struct Layout {
+  using SH = Shape<float, C, 4 / C>;
+  static constexpr int kSegs = int(SH::kBlock) / kValues;  // threads a block
+  static_assert(kSegs * SH::kBlocks == kThreads && kSegs <= 32, "a block's threads in one warp");
+  int w, lane, jb, s;  // warp, lane, block in the group, segment in the block
+  unsigned segmask;    // the block's lanes
+  __device__ Layout() {
+    w = threadIdx.x >> 5, lane = threadIdx.x & 31, jb = threadIdx.x / kSegs, s = threadIdx.x % kSegs;
+    segmask = kSegs == 32 ? warp::kFull : ((1u << kSegs) - 1) << (lane & ~(kSegs - 1));
   }
-  const std::uint32_t* const st = reinterpret_cast<const std::uint32_t*>(stage);
-  const int s = static_cast<int>(mo & 15), sw = s >> 2, sb = 8 * (s & 3);
-  std::uint8_t* const base = payload + (mo - s);
-  const bool vec = (reinterpret_cast<std::uintptr_t>(base) & 15) == 0;
-  const int end = s + static_cast<int>(total);  // a group's mid-bytes: at most its input, 16 KiB
-  const int pieces = (end + 15) / 16;
-  for (int c = threadIdx.x; c < pieces; c += kThreads) {
-    std::uint32_t x[4];
+  __device__ bool all_of(bool p) const { return (__ballot_sync(warp::kFull, p) & segmask) == segmask; }
+  __device__ static const float* values(const float* in, std::uint64_t g) {
+    return in + g * (SH::kBlocks * SH::kBlock) + kValues * threadIdx.x;
+  }
+};
+__device__ __forceinline__ void load(const float* __restrict__ src, float (&v)[kValues]) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int q = 4 * c + i - sw;
-      x[i] = __funnelshift_rc(st[q - 1], st[q], 32 - sb);
+  for (int k = 0; k < kValues / 4; ++k) load4<float, true>(src + 4 * k, 4, v + 4 * k);
+}
+// What a thread keeps from coding to staging and writing.
+struct Coded {
+  std::uint32_t code[kValues];
+  std::uint32_t leadw;  // its 16 leading codes, byte i for values 4i..4i+3 (the lead array's bytes)
+  int excl;             // its mid-bytes before it in the block
+  int nbytes;
+  std::uint8_t kind;
+};
+// Kind, codes, leading codes and the block's mid-bytes, into sh (kind, med,
+// mid) and, with FindRange, each warp's finite extremes (rmn, rmx).
+template <int C, bool FindRange, class SHR>
+__device__ __forceinline__ Coded code_segment(const Layout<C>& L, const float (&v)[kValues], SHR& sh) {
+  constexpr int kSegs = Layout<C>::kSegs;
+  float mn = v[0], mx = v[0], fin = 0.f;
+#pragma unroll
+  for (int i = 0; i < kValues; ++i) {
+    fin = __fmaf_rn(v[i], 0.f, fin);
+    mn = MinOp{}(mn, v[i]);
+    mx = MaxOp{}(mx, v[i]);
+  }
+  const bool seg_finite = fin == 0.f;
+  if constexpr (FindRange) {
+    const float inf = std::numeric_limits<float>::infinity();
+    float rmn = seg_finite ? mn : inf, rmx = seg_finite ? mx : -inf;
+    if (!seg_finite) {
+#pragma unroll
+      for (int i = 0; i < kValues; ++i)
+        if (v[i] - v[i] == 0.f) rmn = MinOp{}(rmn, v[i]), rmx = MaxOp{}(rmx, v[i]);
     }
-    const int b0 = 16 * c;
-    if (vec && b0 >= s && b0 + 16 <= end) {
-      __stcs(reinterpret_cast<uint4*>(base + b0), make_uint4(x[0], x[1], x[2], x[3]));
+    rmn = warp::reduce_min(rmn);
+    rmx = warp::reduce_max(rmx);
+    if (L.lane == 0) sh.rmn[L.w] = rmn, sh.rmx[L.w] = rmx;
+  }
+#pragma unroll
+  for (int o = 1; o < kSegs; o <<= 1) {
+    mn = MinOp{}(mn, __shfl_xor_sync(warp::kFull, mn, o));
+    mx = MaxOp{}(mx, __shfl_xor_sync(warp::kFull, mx, o));
+  }
+  const bool finite = L.all_of(seg_finite);
+  const szx::BlockHead<float> hd = szx::block_head<float>(mn, mx, sh.e);
+  Coded out;
+  out.nbytes = szx::bytes_of(hd.len_bits);
+  const int shift = 32 - hd.len_bits;
+  const bool coding = finite && !hd.constant;
+#pragma unroll
+  for (int i = 0; i < kValues; ++i) out.code[i] = coding ? szx::code_of<float>(v[i], hd.median, shift) : 0u;
+  bool ok = true;
+  if (coding && !szx::bound_proven<float>(mn, mx, sh.proof)) {
+#pragma unroll
+    for (int i = 0; i < kValues; ++i) {
+      const float d = v[i] - szx::value_of<float>(out.code[i], hd.median, shift);
+      ok = ok && (d < 0 ? -d : d) <= sh.ef;
+    }
+  }
+  if (!L.all_of(ok)) {  // the exact test (szx::within) where the fast one fails
+    ok = true;
+#pragma unroll
+    for (int i = 0; i < kValues; ++i)
+      ok = ok && szx::within(static_cast<double>(v[i]),
+                             static_cast<double>(szx::value_of<float>(out.code[i], hd.median, shift)), sh.e);
+  }
+  const bool all_ok = L.all_of(ok);  // every lane votes
+  const bool coded = coding && all_ok;
+  out.kind = !finite ? szx::kVerbatim
+             : hd.constant ? szx::kConstant
+             : coded       ? static_cast<std::uint8_t>(hd.len_bits)
+                           : szx::kVerbatim;
+  // Leading codes (szx::leading_bytes): h = (31 - clz) >> 3, one FLO and a
+  // shift (-1 for a zero xor: an arithmetic shift), is the byte of the xor's
+  // top set bit, so l = nbytes - 1 - h (the xor is below 2^(8 nbytes); a code
+  // of more than 3 bytes gets a bit at the top of its fourth byte, which caps
+  // l at 3 without a clamp): four values' codes are the byte
+  // (nbytes - 1) * 0x55 - sum h 4^(3 - q) and their mid-bytes 4 + sum h.
+  // ((39 - clz) >> 3, the mid-bytes themselves, cost an add a value more.)
+  // The code before the thread's first is the lane before's (0 at the
+  // block's start).
+  const std::uint32_t cap3 = out.nbytes > 3 ? 1u << (8 * (out.nbytes - 3) - 1) : 0u;
+  std::uint32_t prev = __shfl_up_sync(warp::kFull, out.code[kValues - 1], 1);
+  if (L.s == 0) prev = 0;
+  out.leadw = 0;
+  int cnt = 0;  // the thread's mid-bytes
+  if (coded) {
+    int hs = 0;
+#pragma unroll
+    for (int i = 0; i < kValues / 4; ++i) {
+      int packed = 0;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int h = (31 - clz((out.code[4 * i + q] ^ prev) | cap3)) >> 3;
+        packed = 4 * packed + h;
+        hs += h;
+        prev = out.code[4 * i + q];
+      }
+      out.leadw |= static_cast<std::uint32_t>(((out.nbytes - 1) * 0x55 - packed) & 0xff) << (8 * i);
+    }
+    cnt = kValues + hs;
+  }
+  const int incl = warp::scan_inclusive<kSegs>(cnt);
+  out.excl = incl - cnt;
+  if (L.s == kSegs - 1) sh.mid[L.jb] = static_cast<std::uint32_t>(incl);
+  if (L.s == 0) {
+    sh.kind[L.jb] = out.kind;
+    sh.med[L.jb] = szx::is_coded(out.kind) || out.kind == szx::kConstant ? hd.median : 0.f;
+  }
+  return out;
+}
+// The pending bytes of a thread's run after staging: c8 / 8 bytes at the top
+// of hi, for word wp of the stage.
+struct Tail {
+  unsigned wp;
+  int c8;
+  std::uint32_t hi;
+};
+// The run, most significant byte of each value first, from stage byte p:
+// every word it fills stored.
+__device__ __forceinline__ Tail stage_run(const Coded& cd, unsigned p, std::uint32_t* __restrict__ stage) {
+  Tail t{p >> 2, 8 * static_cast<int>(p & 3), 0u};
+  const int drop = 32 - 8 * cd.nbytes;  // the code's bits above its nbytes
+#pragma unroll
+  for (int i = 0; i < kValues; ++i) {
+    const int l = static_cast<int>((cd.leadw >> (8 * (i / 4) + 6 - 2 * (i % 4))) & 3);
+    const int sft = drop + 8 * l;                                   // 32: no byte
+    const std::uint32_t x = __funnelshift_lc(0u, cd.code[i], sft);  // the mid-bytes at the top
+    t.hi |= x >> t.c8;
+    const std::uint32_t lo = __funnelshift_r(0u, x, t.c8);  // what does not fit (0 when c8 = 0)
+    t.c8 += 32 - sft;
+    if (t.c8 >= 32) {
+      stage[t.wp] = bswap(t.hi);
+      ++t.wp;
+      t.hi = lo;
+      t.c8 -= 32;
+    }
+  }
+  return t;
+}
+}  // namespace seg
+
+// One float whole group by segments, from the thread's values v.
+template <int C, bool FindRange>
+__device__ __forceinline__ void compress_group_seg(const float* __restrict__ in, std::uint64_t n, std::uint64_t nb,
+                                                   std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
+                                                   float* __restrict__ medians, std::uint16_t* __restrict__ runs,
+                                                   std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
+                                                   std::uint64_t cap, unsigned long long* __restrict__ state,
+                                                   std::uint32_t* __restrict__ stage,
+                                                   Shared<float, Shape<float, C, 4 / C>::kBlocks>& sh, std::uint64_t g,
+                                                   const float (&v)[seg::kValues]) {
+  using SH = Shape<float, C, 4 / C>;
+  using L = seg::Layout<C>;
+  Result* const result = result_of(state, ngroups);
+  const L lay;
+  const seg::Coded cd = seg::code_segment<C, FindRange>(lay, v, sh);
+  __syncthreads();
+  if constexpr (FindRange) {
+    if (threadIdx.x == 32) {  // the group's extremes into its range slot (the atomics not awaited)
+      float mn = sh.rmn[0], mx = sh.rmx[0];
+#pragma unroll
+      for (int k = 1; k < kWarps; ++k) mn = MinOp{}(mn, sh.rmn[k]), mx = MaxOp{}(mx, sh.rmx[k]);
+      if (mn <= mx) {  // a finite value
+        unsigned long long* const slot = range_slots(state, ngroups) + (g % kRangeSlots) * kSlotWords;
+        atomicMax(slot, static_cast<unsigned long long>(~range_key(mn)));
+        atomicMax(slot + 1, static_cast<unsigned long long>(range_key(mx)));
+      }
+    }
+  }
+  GroupScan cs{}, ms{};
+  if (lay.w == 0) {
+    const int lane = lay.lane;
+    const bool mine = lane < SH::kBlocks;
+    cs = publish(state + ngroups, g, counts_of(mine ? sh.kind[lane] : szx::kConstant));
+    ms = publish(state, g, mine ? sh.mid[lane] : 0);
+    if (mine) {
+      sh.coded[lane] = cs.excl >> kCountShift;
+      sh.verb[lane] = cs.excl & kCountMask;
+      sh.mid_off[lane] = ms.excl;
+    }
+    if (lane == 0) sh.mid_total = ms.sum;
+  }
+  __syncthreads();
+  const bool coded = szx::is_coded(cd.kind);
+  seg::Tail t{0, 0, 0u};
+  if (coded) t = seg::stage_run(cd, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(cd.excl), stage);
+  __syncthreads();  // every filled word stored
+  if (t.c8 > 0) atomicOr(stage + t.wp, bswap(t.hi));
+  // The two look-backs side by side: block counts by warp 0, mid-bytes by warp 1.
+  std::uint64_t cb = 0;
+  if (lay.w == 0) {
+    cb = resolve(state + ngroups, g, cs.sum);
+    if (lay.lane == 0) {
+      sh.coded_before = cb >> kCountShift;
+      sh.verb_before = cb & kCountMask;
+    }
+  } else if (lay.w == 1) {
+    const std::uint64_t mb = resolve(state, g, sh.mid_total);
+    if (lay.lane == 0) sh.mid_before = mb;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    runs[g] = static_cast<std::uint16_t>(sh.mid_total);  // segment 21 (at most 16 KiB)
+    if (g + 1 == ngroups)
+      put_totals<SH>(result, sh.kind[nb - 1 - g * SH::kBlocks], n, nb, cb + cs.sum, sh.mid_before + sh.mid_total);
+  }
+  if (threadIdx.x < SH::kBlocks) {
+    const std::uint64_t b = g * SH::kBlocks + threadIdx.x;
+    kinds[b] = sh.kind[threadIdx.x];
+    medians[b] = sh.med[threadIdx.x];
+  }
+  if (coded) {  // the thread's four lead bytes
+    std::uint8_t* const lp = lead + (sh.coded_before + sh.coded[lay.jb]) * SH::kLeadPerBlock + 4 * lay.s;
+    if ((reinterpret_cast<std::uintptr_t>(lp) & 3) == 0) {
+      *reinterpret_cast<std::uint32_t*>(lp) = cd.leadw;
     } else {
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
-        if (b0 + i >= s && b0 + i < end)
-          base[b0 + i] = static_cast<std::uint8_t>(x[i / 4] >> (8 * (i % 4)));
+      for (int k = 0; k < 4; ++k) lp[k] = static_cast<std::uint8_t>(cd.leadw >> (8 * k));
+    }
+  } else if (cd.kind == szx::kVerbatim) {
+    // From the end of the payload backwards, block by block; the values read
+    // again (verbatim blocks are rare).
+    const std::uint64_t capv = cap / sizeof(float), end = (sh.verb_before + sh.verb[lay.jb] + 1) * SH::kBlock;
+    if (end > capv) {
+      if (lay.s == 0) atomicOr(&result->status, kOverflow);
+    } else {
+      float* const dst = reinterpret_cast<float*>(payload) + (capv - end) + seg::kValues * lay.s;
+      const float* const src = L::values(in, g);
+#pragma unroll
+      for (int k = 0; k < seg::kValues / 4; ++k) {
+        float x[4];
+        load4<float, true>(src + 4 * k, 4, x);
+        store4(dst + 4 * k, 4, x);
+      }
     }
   }
+  copy_out_stage(payload, cap, stage, sh.mid_before, sh.mid_total, result);
 }
+
 
 // The group with partial blocks (the last), out of line: inlined, its
 // register needs constrain the Full path's.
@@ -1092,9 +1348,11 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
   U* const stage = stage_buf + kHead;
   __shared__ Shared<T, SH::kBlocks> sh;
   static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
-  if constexpr (sizeof(T) == 8)  // ORed into; float's bytes are stored, and the copy-out writes only those
-    for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
-      reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
+  // ORed into (double; float's words shared by two threads, compress_group_seg;
+  // the partial group's float bytes are stored, and the copy-out writes only those).
+  for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
+    reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
+
   // The ticket and the bound by two warps, so that their latencies overlap
   // (the bound's reads of the range, by one thread, delayed every group's
   // start by as much as the ticket's atomic).
@@ -1111,10 +1369,17 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     r->bound = sh.e;
     if (range) r->mn = range[0], r->mx = range[1];
   }
-  if (SH::full(g, n, in))
-    compress_group<T, C, NB, true, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
-                                              stage, sh, g);
-  else
+  if (SH::full(g, n, in)) {
+    if constexpr (sizeof(T) == 4) {
+      float v[seg::kValues];
+      seg::load(seg::Layout<C>::values(in, g), v);
+      compress_group_seg<C, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage, sh,
+                                       g, v);
+    } else {
+      compress_group<T, C, NB, true, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
+                                                stage, sh, g);
+    }
+  } else
     compress_partial_group<T, C, NB, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
                                                 stage, sh, g);
 }
