@@ -422,8 +422,10 @@ __global__ void __launch_bounds__(kThreads)
 
 // ---- Groups (szx_compress_onepass, one kernel; szx_decode_groups, offsets
 // first): block sizes 128 * C. A CUDA block takes a group of SZx blocks from
-// a ticket (kWarps warps, NB consecutive blocks a warp, 4096 values for float), with the
-// codes kept in registers from the first read to the last write. The
+// a ticket (kWarps warps, NB consecutive blocks a warp, 4096 values for float;
+// the compressor's float groups of whole blocks a thread per 16 values of a
+// block, compress_group_seg), with the codes kept in registers from the first
+// read to the last write. The
 // group's counts are published as soon as they are known and its place in the
 // output comes from decoupled look-back over the groups before it, so there
 // is no scan kernel, no second read of the input and no host round trip
