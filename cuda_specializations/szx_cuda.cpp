@@ -424,14 +424,14 @@ __global__ void __launch_bounds__(kThreads)
 // first): block sizes 128 * C. A CUDA block takes a group of SZx blocks from
 // a ticket (kWarps warps, NB consecutive blocks a warp, 4096 values for float;
 // the compressor's float groups of whole blocks a thread per 16 values of a
-// block, compress_group_seg), with the codes kept in registers from the first
-// read to the last write. The
-// group's counts are published as soon as they are known and its place in the
-// output comes from decoupled look-back over the groups before it, so there
-// is no scan kernel, no second read of the input and no host round trip
-// between plan and encode. The group's mid-bytes are staged in shared memory
-// before the look-back (their order within the group does not depend on it),
-// which gives the groups before it time to finish theirs.
+// block, compress_group_seg, and two such groups a ticket, compress_tile_seg),
+// with the codes kept in registers from the first read to the last write. The
+// group's (the tile's) counts are published as soon as they are known and its
+// place in the output comes from decoupled look-back over the tiles before it,
+// so there is no scan kernel, no second read of the input and no host round
+// trip between plan and encode. The mid-bytes are staged in shared memory
+// before the look-back (their order within the tile does not depend on it),
+// which gives the tiles before it time to finish theirs.
 namespace onepass {
 
 // Block counts in one state word: coded blocks << 31 | verbatim blocks.
@@ -665,6 +665,7 @@ struct Shared {
   std::uint32_t mid[NBLK];
   std::uint64_t coded[NBLK], verb[NBLK], mid_off[NBLK];  // within the group, then (decompression) absolute
   std::uint64_t g, coded_before, verb_before, mid_before, mid_total;
+  std::uint64_t first_counts, first_mids;  // compress_tile_seg: its first group's sums
   // Compression's bound (szx::block_head), the proof's threshold and the
   // fast test's bound in T: read where used, not held in registers.
   double e, proof;
@@ -688,12 +689,15 @@ __device__ __forceinline__ void put_totals(Result* r, std::uint8_t lk, std::uint
   r->mid = mid;
 }
 
-// Groups resident on an SM: five (48 registers) for both kernels. The
-// compressor's five spill a little (float 20-24 bytes, double 20) and still
-// beat four (64 registers, no spill; float by segments 823-833 against
-// 853-861 GB/s under REL) once its partial group is out of line (with it
-// inlined, five spilled 136); six (40 registers) spill more and are slower.
-constexpr int kOnePassBlocksPerSm = 5;
+// Compressor CTAs resident on an SM: double five (48 registers; they spill a
+// little, 16-20 bytes, and beat four once the partial group is out of line:
+// inlined, five spilled 136); float four (64 registers, no spill), where a
+// CTA codes a look-back tile of two groups (compress_tile_seg), which spills
+// 48-56 bytes at five and took 387 against 390 us (ncu, 512^3 REL 1e-3; one
+// group a CTA had lost at four: 823-833 against 853-861 GB/s). Six (40
+// registers) spill more and were slower.
+template <class T>
+constexpr int kOnePassBlocksPerSm = sizeof(T) == 4 ? 4 : 5;
 // The decoder: five groups an SM, four where it decodes by pairs (float
 // blocks of 128: 64 registers, no spill; at 48 decode_pair's eight values a
 // lane spilled 36 bytes). Float blocks of 512 took 7% longer at four.
@@ -740,10 +744,86 @@ __device__ __forceinline__ void copy_out_stage(std::uint8_t* __restrict__ payloa
   }
 }
 
+// Steps the two compressor layouts share (compress_group, compress_group_seg).
+// Thread 32: the group's finite extremes (each warp's, sh.rmn / sh.rmx) into
+// its range slot (the atomics not awaited).
+template <class T, class SHR>
+__device__ __forceinline__ void put_group_range(const SHR& sh, unsigned long long* state, std::uint64_t ngroups,
+                                                std::uint64_t g) {
+  if (threadIdx.x != 32) return;
+  T mn = sh.rmn[0], mx = sh.rmx[0];
+#pragma unroll
+  for (int k = 1; k < kWarps; ++k) mn = MinOp{}(mn, sh.rmn[k]), mx = MaxOp{}(mx, sh.rmx[k]);
+  if (mn <= mx) {  // a finite value
+    unsigned long long* const slot = range_slots(state, ngroups) + (g % kRangeSlots) * kSlotWords;
+    atomicMax(slot, static_cast<unsigned long long>(~range_key(mn)));
+    atomicMax(slot + 1, static_cast<unsigned long long>(range_key(mx)));
+  }
+}
+// Warp 0: the group's block counts and mid-bytes published as look-back tile
+// `tile`'s (lookback.hpp) and each of its KB blocks' places within the group
+// into sh.
+template <int KB, class SHR>
+__device__ __forceinline__ void publish_group(SHR& sh, unsigned long long* state, std::uint64_t ngroups,
+                                              std::uint64_t tile, GroupScan& cs, GroupScan& ms) {
+  if ((threadIdx.x >> 5) != 0) return;
+  const int lane = threadIdx.x & 31;
+  const bool mine = lane < KB;
+  cs = publish(state + ngroups, tile, counts_of(mine ? sh.kind[lane] : szx::kConstant));
+  ms = publish(state, tile, mine ? sh.mid[lane] : 0);
+  if (mine) {
+    sh.coded[lane] = cs.excl >> kCountShift;
+    sh.verb[lane] = cs.excl & kCountMask;
+    sh.mid_off[lane] = ms.excl;
+  }
+  if (lane == 0) sh.mid_total = ms.sum;
+}
+// The two look-backs side by side for look-back tile `tile`: block counts by
+// warp 0 (returned there), mid-bytes by warp 1; the places before it into sh.
+template <class SHR>
+__device__ __forceinline__ std::uint64_t resolve_group(SHR& sh, unsigned long long* state, std::uint64_t ngroups,
+                                                       std::uint64_t tile, std::uint64_t counts) {
+  const int w = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  std::uint64_t cb = 0;
+  if (w == 0) {
+    cb = resolve(state + ngroups, tile, counts);
+    if (lane == 0) {
+      sh.coded_before = cb >> kCountShift;
+      sh.verb_before = cb & kCountMask;
+    }
+  } else if (w == 1) {
+    const std::uint64_t mb = resolve(state, tile, sh.mid_total);
+    if (lane == 0) sh.mid_before = mb;
+  }
+  return cb;
+}
+// Thread 0: segment 21's count (at most 16 KiB) and, in the last group, the
+// totals (cb + counts: warp 0's); a thread a block: kinds and medians
+// (Check: of blocks that exist).
+template <class SH, bool Check, class T, class SHR>
+__device__ __forceinline__ void put_group_heads(const SHR& sh, std::uint16_t* __restrict__ runs,
+                                                std::uint8_t* __restrict__ kinds, T* __restrict__ medians,
+                                                Result* result, std::uint64_t n, std::uint64_t nb,
+                                                std::uint64_t ngroups, std::uint64_t g, std::uint64_t cb,
+                                                std::uint64_t counts) {
+  if (threadIdx.x == 0) {
+    runs[g] = static_cast<std::uint16_t>(sh.mid_total);
+    if (g + 1 == ngroups)
+      put_totals<SH>(result, sh.kind[nb - 1 - g * SH::kBlocks], n, nb, cb + counts, sh.mid_before + sh.mid_total);
+  }
+  if (threadIdx.x < SH::kBlocks) {
+    const std::uint64_t b = g * SH::kBlocks + threadIdx.x;
+    if (!Check || b < nb) {
+      kinds[b] = sh.kind[threadIdx.x];
+      medians[b] = sh.med[threadIdx.x];
+    }
+  }
+}
+
 // One group (double; float's partial group: its whole groups take
 // compress_group_seg). Full: every block of the group is whole and the input
 // 16-byte aligned, so the `valid` counts are the constant 4 and fold away.
-template <class T, int C, int NB, bool Full, bool FindRange>
+template <class T, int C, int NB, bool Full, bool FindRange, class SHR>
 __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                std::uint64_t ngroups,
                                                std::uint8_t* __restrict__ kinds, T* __restrict__ medians,
@@ -751,7 +831,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
                                                std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
                                                std::uint64_t cap, unsigned long long* __restrict__ state,
                                                typename Shape<T, C, NB>::U* __restrict__ stage,
-                                               Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
+                                               SHR& sh, std::uint64_t g, std::uint64_t tile) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
   constexpr int S = SH::S, kBits = SH::kBits, R = SH::R;
@@ -911,30 +991,9 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   const ChunkScan<R> chunks = scan_counts<R>(cnt);
   put_block_mids<C, NB>(chunks, sh.mid);
   __syncthreads();
-  if constexpr (FindRange) {
-    if (threadIdx.x == 32) {  // the group's extremes into its range slot (the atomics not awaited)
-      T mn = sh.rmn[0], mx = sh.rmx[0];
-#pragma unroll
-      for (int k = 1; k < kWarps; ++k) mn = MinOp{}(mn, sh.rmn[k]), mx = MaxOp{}(mx, sh.rmx[k]);
-      if (mn <= mx) {  // a finite value
-        unsigned long long* const slot = range_slots(state, ngroups) + (g % kRangeSlots) * kSlotWords;
-        atomicMax(slot, static_cast<unsigned long long>(~range_key(mn)));
-        atomicMax(slot + 1, static_cast<unsigned long long>(range_key(mx)));
-      }
-    }
-  }
+  if constexpr (FindRange) put_group_range<T>(sh, state, ngroups, g);
   GroupScan cs{}, ms{};
-  if (w == 0) {
-    const bool mine = lane < SH::kBlocks;
-    cs = publish(state + ngroups, g, counts_of(mine ? sh.kind[lane] : szx::kConstant));
-    ms = publish(state, g, mine ? sh.mid[lane] : 0);
-    if (mine) {
-      sh.coded[lane] = cs.excl >> kCountShift;
-      sh.verb[lane] = cs.excl & kCountMask;
-      sh.mid_off[lane] = ms.excl;
-    }
-    if (lane == 0) sh.mid_total = ms.sum;
-  }
+  publish_group<SH::kBlocks>(sh, state, ngroups, tile, cs, ms);
   __syncthreads();
   // Stage the group's mid-bytes, each value's most significant first. Float:
   // byte stores (no atomics, no buffer), the block's byte count a constant;
@@ -986,32 +1045,9 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       }
     }
   }
-  // The two look-backs side by side: block counts by warp 0, mid-bytes by warp 1.
-  std::uint64_t cb = 0;
-  if (w == 0) {
-    cb = resolve(state + ngroups, g, cs.sum);
-    if (lane == 0) {
-      sh.coded_before = cb >> kCountShift;
-      sh.verb_before = cb & kCountMask;
-    }
-  } else if (w == 1) {
-    const std::uint64_t mb = resolve(state, g, sh.mid_total);
-    if (lane == 0) sh.mid_before = mb;
-  }
+  const std::uint64_t cb = resolve_group(sh, state, ngroups, tile, cs.sum);
   __syncthreads();
-  if (threadIdx.x == 0) {
-    runs[g] = static_cast<std::uint16_t>(sh.mid_total);  // segment 21 (at most 16 KiB)
-    if (g + 1 == ngroups)
-      put_totals<SH>(result, sh.kind[nb - 1 - g * SH::kBlocks], n, nb, cb + cs.sum, sh.mid_before + sh.mid_total);
-  }
-  // Kinds and medians: a thread per block.
-  if (threadIdx.x < SH::kBlocks) {
-    const std::uint64_t b = g * SH::kBlocks + threadIdx.x;
-    if (b < nb) {
-      kinds[b] = sh.kind[threadIdx.x];
-      medians[b] = sh.med[threadIdx.x];
-    }
-  }
+  put_group_heads<SH, true>(sh, runs, kinds, medians, result, n, nb, ngroups, g, cb, cs.sum);
   // Leading codes and verbatim blocks: the warp's own (its coded blocks'
   // codes follow one another from its first one's place).
   std::uint8_t* lp = lead + (sh.coded_before + sh.coded[w * NB]) * SH::kLeadPerBlock + lane;
@@ -1053,11 +1089,11 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
 // that it packs into whole words as it goes (compress_group takes four values
 // a lane from each block in turn and stores every byte). The bytes are the
 // same: compress_group's arithmetic in another order.
-// The stage starts zeroed. A thread stores each word it fills (its first
-// with zeros where the run before it ends); its last, partial word it ORs in
-// after a barrier, once every plain store is done, which also gives back the
-// bytes that its successor's first store zeroed. (A host model of the packing,
-// with the threads' stores in random order, matched the byte-by-byte stream.)
+// The stage starts zeroed. A thread stores each word that its run fills
+// alone, and ORs in the two it may share with the runs beside it (its first,
+// where the run before ends in it, and its last, partial one), so the
+// threads' stores may land in any order. (A host model of the packing, with
+// the threads' stores in random order, matched the byte-by-byte stream.)
 namespace seg {
 constexpr int kValues = 16;  // a thread's
 template <int C>
@@ -1089,8 +1125,10 @@ struct Coded {
   std::uint8_t kind;
 };
 // Kind, codes, leading codes and the block's mid-bytes, into sh (kind, med,
-// mid) and, with FindRange, each warp's finite extremes (rmn, rmx).
-template <int C, bool FindRange, class SHR>
+// mid, at the group's blocks: from Base) and, with FindRange, each warp's
+// finite extremes (rmn, rmx; Base > 0, a tile's second group: folded into
+// the first's).
+template <int C, bool FindRange, int Base = 0, class SHR>
 __device__ __forceinline__ Coded code_segment(const Layout<C>& L, const float (&v)[kValues], SHR& sh) {
   constexpr int kSegs = Layout<C>::kSegs;
   float mn = v[0], mx = v[0], fin = 0.f;
@@ -1111,7 +1149,10 @@ __device__ __forceinline__ Coded code_segment(const Layout<C>& L, const float (&
     }
     rmn = warp::reduce_min(rmn);
     rmx = warp::reduce_max(rmx);
-    if (L.lane == 0) sh.rmn[L.w] = rmn, sh.rmx[L.w] = rmx;
+    if (L.lane == 0) {
+      if constexpr (Base > 0) rmn = MinOp{}(rmn, sh.rmn[L.w]), rmx = MaxOp{}(rmx, sh.rmx[L.w]);
+      sh.rmn[L.w] = rmn, sh.rmx[L.w] = rmx;
+    }
   }
 #pragma unroll
   for (int o = 1; o < kSegs; o <<= 1) {
@@ -1179,10 +1220,10 @@ __device__ __forceinline__ Coded code_segment(const Layout<C>& L, const float (&
   }
   const int incl = warp::scan_inclusive<kSegs>(cnt);
   out.excl = incl - cnt;
-  if (L.s == kSegs - 1) sh.mid[L.jb] = static_cast<std::uint32_t>(incl);
+  if (L.s == kSegs - 1) sh.mid[Base + L.jb] = static_cast<std::uint32_t>(incl);
   if (L.s == 0) {
-    sh.kind[L.jb] = out.kind;
-    sh.med[L.jb] = szx::is_coded(out.kind) || out.kind == szx::kConstant ? hd.median : 0.f;
+    sh.kind[Base + L.jb] = out.kind;
+    sh.med[Base + L.jb] = szx::is_coded(out.kind) || out.kind == szx::kConstant ? hd.median : 0.f;
   }
   return out;
 }
@@ -1194,9 +1235,12 @@ struct Tail {
   std::uint32_t hi;
 };
 // The run, most significant byte of each value first, from stage byte p:
-// every word it fills stored.
+// every word it fills stored, its first ORed in where the run before ends in
+// it (the stage starts zeroed; that run's tail is ORed in too, in either
+// order), so no thread waits for another's stores.
 __device__ __forceinline__ Tail stage_run(const Coded& cd, unsigned p, std::uint32_t* __restrict__ stage) {
   Tail t{p >> 2, 8 * static_cast<int>(p & 3), 0u};
+  bool shared_word = t.c8 > 0;
   const int drop = 32 - 8 * cd.nbytes;  // the code's bits above its nbytes
 #pragma unroll
   for (int i = 0; i < kValues; ++i) {
@@ -1207,7 +1251,9 @@ __device__ __forceinline__ Tail stage_run(const Coded& cd, unsigned p, std::uint
     const std::uint32_t lo = __funnelshift_r(0u, x, t.c8);  // what does not fit (0 when c8 = 0)
     t.c8 += 32 - sft;
     if (t.c8 >= 32) {
-      stage[t.wp] = bswap(t.hi);
+      if (shared_word) atomicOr(stage + t.wp, bswap(t.hi));
+      else stage[t.wp] = bswap(t.hi);
+      shared_word = false;
       ++t.wp;
       t.hi = lo;
       t.c8 -= 32;
@@ -1215,95 +1261,37 @@ __device__ __forceinline__ Tail stage_run(const Coded& cd, unsigned p, std::uint
   }
   return t;
 }
+// The whole run: stage_run and the pending tail ORed in.
+__device__ __forceinline__ void stage_run_all(const Coded& cd, unsigned p, std::uint32_t* __restrict__ stage) {
+  const Tail t = stage_run(cd, p, stage);
+  if (t.c8 > 0) atomicOr(stage + t.wp, bswap(t.hi));
+}
 }  // namespace seg
 
-// One float whole group by segments, from the thread's values v.
-template <int C, bool FindRange>
-__device__ __forceinline__ void compress_group_seg(const float* __restrict__ in, std::uint64_t n, std::uint64_t nb,
-                                                   std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
-                                                   float* __restrict__ medians, std::uint16_t* __restrict__ runs,
-                                                   std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
-                                                   std::uint64_t cap, unsigned long long* __restrict__ state,
-                                                   std::uint32_t* __restrict__ stage,
-                                                   Shared<float, Shape<float, C, 4 / C>::kBlocks>& sh, std::uint64_t g,
-                                                   const float (&v)[seg::kValues]) {
-  using SH = Shape<float, C, 4 / C>;
-  using L = seg::Layout<C>;
-  Result* const result = result_of(state, ngroups);
-  const L lay;
-  const seg::Coded cd = seg::code_segment<C, FindRange>(lay, v, sh);
-  __syncthreads();
-  if constexpr (FindRange) {
-    if (threadIdx.x == 32) {  // the group's extremes into its range slot (the atomics not awaited)
-      float mn = sh.rmn[0], mx = sh.rmx[0];
-#pragma unroll
-      for (int k = 1; k < kWarps; ++k) mn = MinOp{}(mn, sh.rmn[k]), mx = MaxOp{}(mx, sh.rmx[k]);
-      if (mn <= mx) {  // a finite value
-        unsigned long long* const slot = range_slots(state, ngroups) + (g % kRangeSlots) * kSlotWords;
-        atomicMax(slot, static_cast<unsigned long long>(~range_key(mn)));
-        atomicMax(slot + 1, static_cast<unsigned long long>(range_key(mx)));
-      }
-    }
-  }
-  GroupScan cs{}, ms{};
-  if (lay.w == 0) {
-    const int lane = lay.lane;
-    const bool mine = lane < SH::kBlocks;
-    cs = publish(state + ngroups, g, counts_of(mine ? sh.kind[lane] : szx::kConstant));
-    ms = publish(state, g, mine ? sh.mid[lane] : 0);
-    if (mine) {
-      sh.coded[lane] = cs.excl >> kCountShift;
-      sh.verb[lane] = cs.excl & kCountMask;
-      sh.mid_off[lane] = ms.excl;
-    }
-    if (lane == 0) sh.mid_total = ms.sum;
-  }
-  __syncthreads();
-  const bool coded = szx::is_coded(cd.kind);
-  seg::Tail t{0, 0, 0u};
-  if (coded) t = seg::stage_run(cd, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(cd.excl), stage);
-  __syncthreads();  // every filled word stored
-  if (t.c8 > 0) atomicOr(stage + t.wp, bswap(t.hi));
-  // The two look-backs side by side: block counts by warp 0, mid-bytes by warp 1.
-  std::uint64_t cb = 0;
-  if (lay.w == 0) {
-    cb = resolve(state + ngroups, g, cs.sum);
-    if (lay.lane == 0) {
-      sh.coded_before = cb >> kCountShift;
-      sh.verb_before = cb & kCountMask;
-    }
-  } else if (lay.w == 1) {
-    const std::uint64_t mb = resolve(state, g, sh.mid_total);
-    if (lay.lane == 0) sh.mid_before = mb;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    runs[g] = static_cast<std::uint16_t>(sh.mid_total);  // segment 21 (at most 16 KiB)
-    if (g + 1 == ngroups)
-      put_totals<SH>(result, sh.kind[nb - 1 - g * SH::kBlocks], n, nb, cb + cs.sum, sh.mid_before + sh.mid_total);
-  }
-  if (threadIdx.x < SH::kBlocks) {
-    const std::uint64_t b = g * SH::kBlocks + threadIdx.x;
-    kinds[b] = sh.kind[threadIdx.x];
-    medians[b] = sh.med[threadIdx.x];
-  }
-  if (coded) {  // the thread's four lead bytes
-    std::uint8_t* const lp = lead + (sh.coded_before + sh.coded[lay.jb]) * SH::kLeadPerBlock + 4 * lay.s;
+// A segment thread's output once the look-backs are done: its four lead
+// bytes (a coded block) or its 16 values verbatim, from the end of the
+// payload backwards (verbatim blocks are rare: the values read again from
+// src). t: its block's index in sh.
+template <int C, class SHR>
+__device__ __forceinline__ void put_segment(std::uint8_t kind, std::uint32_t leadw, const seg::Layout<C>& lay,
+                                            const SHR& sh, int t, const float* __restrict__ src,
+                                            std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
+                                            std::uint64_t cap, Result* result) {
+  using SH = typename seg::Layout<C>::SH;
+  if (szx::is_coded(kind)) {
+    std::uint8_t* const lp = lead + (sh.coded_before + sh.coded[t]) * SH::kLeadPerBlock + 4 * lay.s;
     if ((reinterpret_cast<std::uintptr_t>(lp) & 3) == 0) {
-      *reinterpret_cast<std::uint32_t*>(lp) = cd.leadw;
+      *reinterpret_cast<std::uint32_t*>(lp) = leadw;
     } else {
 #pragma unroll
-      for (int k = 0; k < 4; ++k) lp[k] = static_cast<std::uint8_t>(cd.leadw >> (8 * k));
+      for (int k = 0; k < 4; ++k) lp[k] = static_cast<std::uint8_t>(leadw >> (8 * k));
     }
-  } else if (cd.kind == szx::kVerbatim) {
-    // From the end of the payload backwards, block by block; the values read
-    // again (verbatim blocks are rare).
-    const std::uint64_t capv = cap / sizeof(float), end = (sh.verb_before + sh.verb[lay.jb] + 1) * SH::kBlock;
+  } else if (kind == szx::kVerbatim) {
+    const std::uint64_t capv = cap / sizeof(float), end = (sh.verb_before + sh.verb[t] + 1) * SH::kBlock;
     if (end > capv) {
       if (lay.s == 0) atomicOr(&result->status, kOverflow);
     } else {
       float* const dst = reinterpret_cast<float*>(payload) + (capv - end) + seg::kValues * lay.s;
-      const float* const src = L::values(in, g);
 #pragma unroll
       for (int k = 0; k < seg::kValues / 4; ++k) {
         float x[4];
@@ -1312,48 +1300,223 @@ __device__ __forceinline__ void compress_group_seg(const float* __restrict__ in,
       }
     }
   }
+}
+
+// One float whole group by segments, from the thread's values v, as
+// look-back tile `tile`.
+template <int C, bool FindRange, class SHR>
+__device__ __forceinline__ void compress_group_seg(const float* __restrict__ in, std::uint64_t n, std::uint64_t nb,
+                                                   std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
+                                                   float* __restrict__ medians, std::uint16_t* __restrict__ runs,
+                                                   std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
+                                                   std::uint64_t cap, unsigned long long* __restrict__ state,
+                                                   std::uint32_t* __restrict__ stage, SHR& sh, std::uint64_t g,
+                                                   std::uint64_t tile, const float (&v)[seg::kValues]) {
+  using SH = Shape<float, C, 4 / C>;
+  using L = seg::Layout<C>;
+  Result* const result = result_of(state, ngroups);
+  const L lay;
+  const seg::Coded cd = seg::code_segment<C, FindRange>(lay, v, sh);
+  __syncthreads();
+  if constexpr (FindRange) put_group_range<float>(sh, state, ngroups, g);
+  GroupScan cs{}, ms{};
+  publish_group<SH::kBlocks>(sh, state, ngroups, tile, cs, ms);
+  __syncthreads();
+  if (szx::is_coded(cd.kind))
+    seg::stage_run_all(cd, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(cd.excl), stage);
+  const std::uint64_t cb = resolve_group(sh, state, ngroups, tile, cs.sum);
+  __syncthreads();
+  put_group_heads<SH, false>(sh, runs, kinds, medians, result, n, nb, ngroups, g, cb, cs.sum);
+  put_segment<C>(cd.kind, cd.leadw, lay, sh, lay.jb, L::values(in, g), lead, payload, cap, result);
   copy_out_stage(payload, cap, stage, sh.mid_before, sh.mid_total, result);
 }
 
+namespace seg {
+// The second group of a tile: a thread's 16 values copied to shared memory
+// while it codes the first (cp.async; a plain copy before sm_80). Its four
+// 16-byte pieces are rotated by lane / 2 so that each quarter warp's reads
+// take distinct banks.
+__device__ __forceinline__ int piece_slot(int k) { return (k + ((threadIdx.x & 31) >> 1)) & 3; }
+__device__ __forceinline__ void copy_ahead(const float* __restrict__ src, float4* dst) {
+#pragma unroll
+  for (int k = 0; k < kValues / 4; ++k) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst + piece_slot(k)));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(src + 4 * k) : "memory");
+#else
+    dst[piece_slot(k)] = *reinterpret_cast<const float4*>(src + 4 * k);
+#endif
+  }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+// The thread's own copy (no barrier: each thread reads only what it copied),
+// and its 64 bytes zeroed again (the stage's second half, which the tile's
+// mid-bytes may reach).
+__device__ __forceinline__ void take_ahead(float4* src, float (&v)[kValues]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
+#pragma unroll
+  for (int k = 0; k < kValues / 4; ++k) {
+    const float4 x = src[piece_slot(k)];
+    v[4 * k] = x.x, v[4 * k + 1] = x.y, v[4 * k + 2] = x.z, v[4 * k + 3] = x.w;
+  }
+#pragma unroll
+  for (int k = 0; k < kValues / 4; ++k) src[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+}
+}  // namespace seg
+
+// Look-back tile sh.g: float whole groups g = 2 sh.g and g + 1 (one ticket, one
+// publish, one look-back and one copy-out for both; the look-backs' barrier
+// held a fifth of the one-group kernel's stall samples). The first group is
+// coded and staged while the second's values are copied to the stage's second
+// half; the second's mid-bytes follow the first's in the stage. sh holds both
+// groups' blocks (the second's from KB); segment 21 keeps a count a group.
+template <int C, bool FindRange, class SHR>
+__device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, std::uint64_t n, std::uint64_t nb,
+                                                  std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
+                                                  float* __restrict__ medians, std::uint16_t* __restrict__ runs,
+                                                  std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
+                                                  std::uint64_t cap, unsigned long long* __restrict__ state,
+                                                  std::uint32_t* __restrict__ stage, SHR& sh) {
+  using SH = Shape<float, C, 4 / C>;
+  using L = seg::Layout<C>;
+  constexpr int KB = SH::kBlocks;
+  constexpr int kGroupWords = kWarps * SH::R * int(kChunk);  // a group's values: the stage's first half
+  // Read again where needed rather than held: the tile (sh.g), groups g and
+  // g + 1, and each thread's leading codes of the first group (lead_keep).
+  __shared__ std::uint32_t lead_keep[kThreads];
+  const auto ahead = [&] { return reinterpret_cast<float4*>(stage + kGroupWords) + seg::kValues / 4 * threadIdx.x; };
+  Result* const result = result_of(state, ngroups);
+  const L lay;
+  seg::copy_ahead(L::values(in, 2 * sh.g + 1), ahead());
+  float v[seg::kValues];
+  seg::load(L::values(in, 2 * sh.g), v);
+  const seg::Coded c0 = seg::code_segment<C, FindRange>(lay, v, sh);
+  __syncthreads();
+  // The first group's places in the tile (warp 0, a lane a block; its sums
+  // into sh.first_counts and sh.first_mids).
+  if (lay.w == 0) {
+    const int lane = lay.lane;
+    const bool mine = lane < KB;
+    const std::uint64_t c = counts_of(mine ? sh.kind[lane] : szx::kConstant), m = mine ? sh.mid[lane] : 0;
+    const std::uint64_t ci = warp::scan_inclusive(c), mi = warp::scan_inclusive(m);
+    if (mine) {
+      sh.coded[lane] = (ci - c) >> kCountShift;
+      sh.verb[lane] = (ci - c) & kCountMask;
+      sh.mid_off[lane] = mi - m;
+    }
+    if (lane == 31) sh.first_counts = ci, sh.first_mids = mi;
+  }
+  __syncthreads();
+  if (szx::is_coded(c0.kind))
+    seg::stage_run_all(c0, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(c0.excl), stage);
+  lead_keep[threadIdx.x] = c0.leadw;
+  seg::take_ahead(ahead(), v);
+  const seg::Coded c1 = seg::code_segment<C, FindRange, KB>(lay, v, sh);
+  __syncthreads();  // the second group's blocks in sh; the second half zeroed
+  if constexpr (FindRange) put_group_range<float>(sh, state, ngroups, sh.g);
+  std::uint64_t cs = 0;  // warp 0: the tile's packed block counts
+  if (lay.w == 0) {
+    const int lane = lay.lane;
+    const bool mine = lane < KB;
+    const std::uint64_t cs0 = sh.first_counts, ms0 = sh.first_mids;
+    const std::uint64_t c = counts_of(mine ? sh.kind[KB + lane] : szx::kConstant), m = mine ? sh.mid[KB + lane] : 0;
+    const std::uint64_t ci = warp::scan_inclusive(c), mi = warp::scan_inclusive(m);
+    const std::uint64_t cs1 = __shfl_sync(warp::kFull, ci, 31), ms1 = __shfl_sync(warp::kFull, mi, 31);
+    cs = cs0 + cs1;
+    lookback::publish_aggregate(state + ngroups, sh.g, cs);
+    lookback::publish_aggregate(state, sh.g, ms0 + ms1);
+    if (mine) {
+      sh.coded[KB + lane] = (cs0 + ci - c) >> kCountShift;
+      sh.verb[KB + lane] = (cs0 + ci - c) & kCountMask;
+      sh.mid_off[KB + lane] = ms0 + mi - m;
+    }
+    if (lane == 0) {
+      sh.mid_total = ms0 + ms1;
+      runs[2 * sh.g] = static_cast<std::uint16_t>(ms0);  // segment 21 (at most 16 KiB a group)
+      runs[2 * sh.g + 1] = static_cast<std::uint16_t>(ms1);
+    }
+  }
+  __syncthreads();
+  if (szx::is_coded(c1.kind))
+    seg::stage_run_all(c1, static_cast<unsigned>(sh.mid_off[KB + lay.jb]) + static_cast<unsigned>(c1.excl), stage);
+  const std::uint64_t cb = resolve_group(sh, state, ngroups, sh.g, cs);
+  __syncthreads();
+  const std::uint64_t g = 2 * sh.g;
+  if (threadIdx.x == 0 && g + 2 == ngroups)
+    put_totals<SH>(result, sh.kind[2 * KB - 1], n, nb, cb + cs, sh.mid_before + sh.mid_total);
+  if (threadIdx.x < 2 * KB) {
+    const std::uint64_t b = g * KB + threadIdx.x;
+    kinds[b] = sh.kind[threadIdx.x];
+    medians[b] = sh.med[threadIdx.x];
+  }
+  put_segment<C>(sh.kind[lay.jb], lead_keep[threadIdx.x], lay, sh, lay.jb, L::values(in, g), lead, payload, cap,
+                 result);
+  put_segment<C>(c1.kind, c1.leadw, lay, sh, KB + lay.jb, L::values(in, g + 1), lead, payload, cap, result);
+  copy_out_stage(payload, cap, stage, sh.mid_before, sh.mid_total, result);
+}
 
 // The group with partial blocks (the last), out of line: inlined, its
 // register needs constrain the Full path's.
-template <class T, int C, int NB, bool FindRange>
+template <class T, int C, int NB, bool FindRange, class SHR>
 __device__ __noinline__ void compress_partial_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                     std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
                                                     T* __restrict__ medians, std::uint16_t* __restrict__ runs,
                                                     std::uint8_t* __restrict__ lead,
                                                     std::uint8_t* __restrict__ payload, std::uint64_t cap,
                                                     unsigned long long* __restrict__ state,
-                                                    typename Shape<T, C, NB>::U* __restrict__ stage,
-                                                    Shared<T, Shape<T, C, NB>::kBlocks>& sh, std::uint64_t g) {
+                                                    typename Shape<T, C, NB>::U* __restrict__ stage, SHR& sh,
+                                                    std::uint64_t g, std::uint64_t tile) {
   compress_group<T, C, NB, false, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
-                                             stage, sh, g);
+                                             stage, sh, g, tile);
+}
+
+// Look-back tiles: float whole groups two a tile (compress_tile_seg), the
+// first `pairs` tiles; every other group (double, a partial group, an odd one
+// out, all of an input not 16-byte aligned) a tile of its own, tile t group
+// t + pairs.
+template <class T>
+constexpr int kTileGroups = sizeof(T) == 4 ? 2 : 1;
+template <class T, int C, int NB>
+std::uint64_t tile_pairs(std::uint64_t n, const void* in) {
+  using SH = Shape<T, C, NB>;
+  return kTileGroups<T> == 2 && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0
+             ? n / (std::uint64_t(SH::kBlocks) * SH::kBlock) / 2
+             : 0;
 }
 
 // FindRange: the finite values' extremes into the range slots (range_slots),
 // for a bound that does not depend on them (ABS), so that no pass over the
-// input comes before.
+// input comes before. A CTA a look-back tile (tile_pairs).
 template <class T, int C, int NB, bool FindRange>
-__global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
-    compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups, double bound,
-                    const double* __restrict__ range, bool rel, std::uint8_t* __restrict__ kinds,
-                    T* __restrict__ medians, std::uint16_t* __restrict__ runs, std::uint8_t* __restrict__ lead,
-                    std::uint8_t* __restrict__ payload,
-                    std::uint64_t cap, unsigned long long* __restrict__ state) {
+__global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
+    compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups,
+                    std::uint64_t pairs, double bound, const double* __restrict__ range, bool rel,
+                    std::uint8_t* __restrict__ kinds, T* __restrict__ medians, std::uint16_t* __restrict__ runs,
+                    std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload, std::uint64_t cap,
+                    unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
-  // The stage, after 16 bytes that the copy-out may read (for output bytes
-  // before the group's, which it does not write) instead of testing for them.
+  constexpr int kTile = kTileGroups<T>;
+  constexpr int kGroupWords = kWarps * SH::R * int(kChunk), kSlack = SH::kStage - kGroupWords;
+  // The stage (a tile's mid-bytes), after 16 bytes that the copy-out may read
+  // (for output bytes before the tile's, which it does not write) instead of
+  // testing for them.
   constexpr int kHead = 16 / int(sizeof(U));
-  __shared__ __align__(16) U stage_buf[kHead + SH::kStage];
+  __shared__ __align__(16) U stage_buf[kHead + kTile * kGroupWords + kSlack];
   U* const stage = stage_buf + kHead;
-  __shared__ Shared<T, SH::kBlocks> sh;
-  static_assert((SH::kStage * sizeof(U)) % 16 == 0, "16-byte zeroing");
+  __shared__ Shared<T, kTile * SH::kBlocks> sh;
+  static_assert((kGroupWords * sizeof(U)) % 16 == 0 && (kSlack * sizeof(U)) % 16 == 0, "16-byte zeroing");
   // ORed into (double; float's words shared by two threads, compress_group_seg;
-  // the partial group's float bytes are stored, and the copy-out writes only those).
-  for (int i = threadIdx.x; i < int(SH::kStage * sizeof(U) / 16); i += kThreads)
-    reinterpret_cast<uint4*>(stage)[i] = make_uint4(0, 0, 0, 0);
+  // the partial group's float bytes are stored, and the copy-out writes only
+  // those): the first group's half and the slack (a tile's second half is
+  // zeroed by compress_tile_seg, after it held the second group's values).
+  constexpr int kZero = int((kGroupWords + kSlack) * sizeof(U) / 16), kFirst = int(kGroupWords * sizeof(U) / 16);
+  for (int i = threadIdx.x; i < kZero; i += kThreads)
+    reinterpret_cast<uint4*>(stage)[i < kFirst ? i : i + (kTile - 1) * kFirst] = make_uint4(0, 0, 0, 0);
 
   // The ticket and the bound by two warps, so that their latencies overlap
   // (the bound's reads of the range, by one thread, delayed every group's
@@ -1365,25 +1528,33 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm)
     sh.proof = szx::proof_threshold<T>(sh.e);
   }
   __syncthreads();
-  const std::uint64_t g = sh.g;
-  if (g + 1 == ngroups && threadIdx.x == 0) {
+  const std::uint64_t tile = sh.g;
+  if (tile + 1 + pairs == ngroups && threadIdx.x == 0) {  // the last tile (it holds the last group)
     Result* const r = result_of(state, ngroups);
     r->bound = sh.e;
     if (range) r->mn = range[0], r->mx = range[1];
   }
+  if constexpr (kTile == 2) {
+    if (tile < pairs) {
+      compress_tile_seg<C, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage,
+                                      sh);
+      return;
+    }
+  }
+  const std::uint64_t g = tile + pairs;
   if (SH::full(g, n, in)) {
     if constexpr (sizeof(T) == 4) {
       float v[seg::kValues];
       seg::load(seg::Layout<C>::values(in, g), v);
       compress_group_seg<C, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage, sh,
-                                       g, v);
+                                       g, tile, v);
     } else {
       compress_group<T, C, NB, true, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
-                                                stage, sh, g);
+                                                stage, sh, g, tile);
     }
   } else
     compress_partial_group<T, C, NB, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
-                                                stage, sh, g);
+                                                stage, sh, g, tile);
 }
 
 // Decoding finds each group's offsets (its blocks before it by kind, its
@@ -2277,9 +2448,10 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   with_shape<T>(g, [&](auto c, auto nbw) {
     constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
     const auto kernel = find ? onepass::compress_kernel<T, C, NB, true> : onepass::compress_kernel<T, C, NB, false>;
-    kernel<<<static_cast<unsigned>(g.ngroups), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, bound.bound, bound.range,
-                                                                 bound.rel, kinds, medians, runs, lead, payload,
-                                                                 payload_bytes, sp);
+    const std::uint64_t pairs = onepass::tile_pairs<T, C, NB>(n, in);
+    kernel<<<static_cast<unsigned>(g.ngroups - pairs), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, pairs, bound.bound,
+                                                                         bound.range, bound.rel, kinds, medians, runs,
+                                                                         lead, payload, payload_bytes, sp);
   });
   RangeKeys keys;
   const onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel", find ? &keys : nullptr);

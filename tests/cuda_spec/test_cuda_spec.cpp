@@ -107,6 +107,13 @@ void run_other_predictors() {
       {{96, 64, 33}, Pattern::Fill, 1e-2, PredictorId::SZx, 128},
       // More groups (2,199) than the decoder's offsets kernel has CTAs.
       {{3000, 3001}, Pattern::Noisy, 1e-3, PredictorId::SZx, 128},
+      // The compressor's look-back tiles of two whole float groups (4,096
+      // values a group): an even count of whole groups (the last group a
+      // tile's second, its last block verbatim), an odd one (the last group a
+      // tile of its own; the NaN's block in a tile's second group), blocks of 256.
+      {{8 * 4096}, Pattern::Noisy, 1e-4, PredictorId::SZx, 128},
+      {{7 * 4096}, Pattern::Spiky, 1e-3, PredictorId::SZx, 128},
+      {{6 * 4096}, Pattern::Noisy, 1e-3, PredictorId::SZx, 256},
       {{64, 48, 40}, Pattern::Smooth, 1e-3, PredictorId::Interp, 0},
       {{37, 19, 23}, Pattern::Spiky, 1e-4, PredictorId::Interp, 0},
       {{300, 201}, Pattern::Noisy, 1e-5, PredictorId::Interp, 0},
