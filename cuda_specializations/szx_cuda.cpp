@@ -778,6 +778,22 @@ __device__ __forceinline__ void publish_group(SHR& sh, unsigned long long* state
   }
   if (lane == 0) sh.mid_total = ms.sum;
 }
+// Warp 0, lane t for block base + t of a group of KB: the blocks' places
+// after c0 (packed block counts, counts_of) and m0 (mid-bytes) into sh, and
+// the lanes' inclusive sums (ci, mi; lane 31's: the group's).
+template <int KB, class SHR>
+__device__ __forceinline__ void place_blocks(SHR& sh, int base, std::uint64_t c0, std::uint64_t m0, std::uint64_t& ci,
+                                             std::uint64_t& mi) {
+  const int lane = threadIdx.x & 31;
+  const bool mine = lane < KB;
+  const std::uint64_t c = counts_of(mine ? sh.kind[base + lane] : szx::kConstant), m = mine ? sh.mid[base + lane] : 0;
+  ci = warp::scan_inclusive(c), mi = warp::scan_inclusive(m);
+  if (mine) {
+    sh.coded[base + lane] = (c0 + ci - c) >> kCountShift;
+    sh.verb[base + lane] = (c0 + ci - c) & kCountMask;
+    sh.mid_off[base + lane] = m0 + mi - m;
+  }
+}
 // The two look-backs side by side for look-back tile `tile`: block counts by
 // warp 0 (returned there), mid-bytes by warp 1; the places before it into sh.
 template <class SHR>
@@ -1399,16 +1415,9 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   // The first group's places in the tile (warp 0, a lane a block; its sums
   // into sh.first_counts and sh.first_mids).
   if (lay.w == 0) {
-    const int lane = lay.lane;
-    const bool mine = lane < KB;
-    const std::uint64_t c = counts_of(mine ? sh.kind[lane] : szx::kConstant), m = mine ? sh.mid[lane] : 0;
-    const std::uint64_t ci = warp::scan_inclusive(c), mi = warp::scan_inclusive(m);
-    if (mine) {
-      sh.coded[lane] = (ci - c) >> kCountShift;
-      sh.verb[lane] = (ci - c) & kCountMask;
-      sh.mid_off[lane] = mi - m;
-    }
-    if (lane == 31) sh.first_counts = ci, sh.first_mids = mi;
+    std::uint64_t ci, mi;
+    place_blocks<KB>(sh, 0, 0, 0, ci, mi);
+    if (lay.lane == 31) sh.first_counts = ci, sh.first_mids = mi;
   }
   __syncthreads();
   if (szx::is_coded(c0.kind))
@@ -1421,19 +1430,13 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   std::uint64_t cs = 0;  // warp 0: the tile's packed block counts
   if (lay.w == 0) {
     const int lane = lay.lane;
-    const bool mine = lane < KB;
     const std::uint64_t cs0 = sh.first_counts, ms0 = sh.first_mids;
-    const std::uint64_t c = counts_of(mine ? sh.kind[KB + lane] : szx::kConstant), m = mine ? sh.mid[KB + lane] : 0;
-    const std::uint64_t ci = warp::scan_inclusive(c), mi = warp::scan_inclusive(m);
+    std::uint64_t ci, mi;
+    place_blocks<KB>(sh, KB, cs0, ms0, ci, mi);
     const std::uint64_t cs1 = __shfl_sync(warp::kFull, ci, 31), ms1 = __shfl_sync(warp::kFull, mi, 31);
     cs = cs0 + cs1;
     lookback::publish_aggregate(state + ngroups, sh.g, cs);
     lookback::publish_aggregate(state, sh.g, ms0 + ms1);
-    if (mine) {
-      sh.coded[KB + lane] = (cs0 + ci - c) >> kCountShift;
-      sh.verb[KB + lane] = (cs0 + ci - c) & kCountMask;
-      sh.mid_off[KB + lane] = ms0 + mi - m;
-    }
     if (lane == 0) {
       sh.mid_total = ms0 + ms1;
       runs[2 * sh.g] = static_cast<std::uint16_t>(ms0);  // segment 21 (at most 16 KiB a group)
@@ -1479,11 +1482,11 @@ __device__ __noinline__ void compress_partial_group(const T* __restrict__ in, st
 // out, all of an input not 16-byte aligned) a tile of its own, tile t group
 // t + pairs.
 template <class T>
-constexpr int kTileGroups = sizeof(T) == 4 ? 2 : 1;
+constexpr bool kPairs = sizeof(T) == 4;
 template <class T, int C, int NB>
 std::uint64_t tile_pairs(std::uint64_t n, const void* in) {
   using SH = Shape<T, C, NB>;
-  return kTileGroups<T> == 2 && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0
+  return kPairs<T> && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0
              ? n / (std::uint64_t(SH::kBlocks) * SH::kBlock) / 2
              : 0;
 }
@@ -1500,7 +1503,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
                     unsigned long long* __restrict__ state) {
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
-  constexpr int kTile = kTileGroups<T>;
+  constexpr int kTile = kPairs<T> ? 2 : 1;  // groups a tile's stage holds
   constexpr int kGroupWords = kWarps * SH::R * int(kChunk), kSlack = SH::kStage - kGroupWords;
   // The stage (a tile's mid-bytes), after 16 bytes that the copy-out may read
   // (for output bytes before the tile's, which it does not write) instead of
@@ -1534,7 +1537,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
     r->bound = sh.e;
     if (range) r->mn = range[0], r->mx = range[1];
   }
-  if constexpr (kTile == 2) {
+  if constexpr (kPairs<T>) {
     if (tile < pairs) {
       compress_tile_seg<C, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage,
                                       sh);
