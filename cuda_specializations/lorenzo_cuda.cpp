@@ -134,10 +134,12 @@ using launch::check;
 
 namespace {
 // minmax_kernel's launch, its two values to out (device or mapped memory),
-// its counter and block partials in scratch (device memory).
+// its counter and block partials in scratch (device memory). The kernel
+// leaves the counter zeroed; counter_zeroed: it is already (no memset).
 constexpr std::uint64_t kMinmaxMaxBlocks = 4000;
 template <class T>
-void launch_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, void* scratch, double* out) {
+void launch_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, void* scratch, double* out,
+                   bool counter_zeroed = false) {
   // Scalars up to the first 16-byte boundary (none when in is not T-aligned there: all scalar).
   const auto addr = reinterpret_cast<std::uintptr_t>(in);
   std::uint64_t head = n, nvec = 0;
@@ -149,7 +151,7 @@ void launch_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, void
   const int blocks = static_cast<int>(std::min({want, std::uint64_t(sm_count()) * 8, kMinmaxMaxBlocks}));
   auto* done = static_cast<unsigned*>(scratch);
   T* parts = reinterpret_cast<T*>(static_cast<char*>(scratch) + 16);
-  check(cudaMemsetAsync(done, 0, sizeof(unsigned), space.cuda_stream()), "minmax count");
+  if (!counter_zeroed) check(cudaMemsetAsync(done, 0, sizeof(unsigned), space.cuda_stream()), "minmax count");
   minmax_kernel<T><<<blocks, kThreads, 0, space.cuda_stream()>>>(in, n, head, nvec, parts, done, out);
   check(cudaGetLastError(), "minmax_kernel");
 }
@@ -162,9 +164,9 @@ static_assert(16 + 2 * sizeof(double) * kMinmaxMaxBlocks <= (kMinmaxBufDoubles -
               "minmax buffer");
 
 template <class T>
-bool finite_minmax_to(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double* buf) {
+bool finite_minmax_to(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double* buf, bool counter_zeroed) {
   if (!enabled() || n == 0) return false;
-  launch_minmax(space, in, n, buf + 2, buf);
+  launch_minmax(space, in, n, buf + 2, buf, counter_zeroed);
   return true;
 }
 
@@ -1162,8 +1164,8 @@ bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::
 
 template bool finite_minmax<float>(const Kokkos::Cuda&, const float*, std::uint64_t, double&, double&);
 template bool finite_minmax<double>(const Kokkos::Cuda&, const double*, std::uint64_t, double&, double&);
-template bool finite_minmax_to<float>(const Kokkos::Cuda&, const float*, std::uint64_t, double*);
-template bool finite_minmax_to<double>(const Kokkos::Cuda&, const double*, std::uint64_t, double*);
+template bool finite_minmax_to<float>(const Kokkos::Cuda&, const float*, std::uint64_t, double*, bool);
+template bool finite_minmax_to<double>(const Kokkos::Cuda&, const double*, std::uint64_t, double*, bool);
 template bool lorenzo_fused_compress<float>(const Kokkos::Cuda&, const float*, const LorenzoShape&,
                                             const quantize::QuantParams&, std::uint32_t, std::uint16_t*,
                                             std::uint64_t*, std::uint64_t&);
