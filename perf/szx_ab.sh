@@ -3,7 +3,8 @@
 # bench_szx-{base,new,...} (VARIANTS) (and optionally ksz_tests-new, ksz-cuda, bench_lorenzo-$VARIANT);
 # each case runs base, new, base, new so that both see the same instance.
 #   TESTS=1 LORENZO=1 NCU=1 ROUNDS=2 CASES="rel1e-3 abs5e-3 f64" bash perf/szx_ab.sh
-# (NCU_KERNEL=decode_kernel NCU_SKIP=1: the decoder's launch instead of the compressor's)
+# (NCU_KERNEL=decode_kernel NCU_SKIP=1: the decoder's launch instead of the compressor's; NCU also reports the
+# ALU pipe's instructions and busy share beside issue's: the compressor is bound by both, perf/NOTES.md round 24)
 set -u
 # Details under /tmp/szx-ab (emptied first: one call may run this twice), $RES.tgz of them to $OUT.
 FINAL=${OUT:-/tmp}; OUT=/tmp/szx-ab; rm -rf "$OUT"; mkdir -p "$OUT"
@@ -41,9 +42,9 @@ fi
 if [ "${NCU:-0}" = 1 ]; then
   for c in ${NCU_CASES:-rel1e-3}; do
     for b in ${VARIANTS:-base new}; do
-      ncu --clock-control none -k regex:${NCU_KERNEL:-compress_kernel} -s ${NCU_SKIP:-2} -c 1 --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__average_warp_latency_per_inst_issued.ratio --csv \
+      ncu --clock-control none -k regex:${NCU_KERNEL:-compress_kernel} -s ${NCU_SKIP:-2} -c 1 --metrics gpu__time_duration.sum,smsp__inst_executed.sum,smsp__average_warp_latency_per_inst_issued.ratio,sm__inst_executed_pipe_alu.sum,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active --csv \
         .gpu/bench_szx-$b $(args_of $c) --reps 1 --backend cuda >"$OUT/ncu_${c}_$b.csv" 2>/dev/null
-      printf "ncu %-8s %-6s: " $c $b; grep -E 'gpu__time|inst_executed|warp_latency' "$OUT/ncu_${c}_$b.csv" | awk -F'","' '{printf "%s %s; ", $(NF-2), $NF}'; echo
+      printf "ncu %-8s %-6s: " $c $b; grep -E 'gpu__time|inst_executed|warp_latency|pipe_alu|issue_active' "$OUT/ncu_${c}_$b.csv" | awk -F'","' '{printf "%s %s; ", $(NF-2), $NF}'; echo
     done
   done
 fi
