@@ -6,6 +6,7 @@
 
 #include "portable/encode/huffman/huffman.hpp"
 #include "src/container/container.hpp"
+#include "src/core/host_memory.hpp"
 #include "src/cpu_baseline/classic_pipeline.hpp"
 #include "src/pipeline/interp_pipeline.hpp"
 #include "src/pipeline/lorenzo_pipeline.hpp"
@@ -105,7 +106,7 @@ void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Fiel
                                        "' is not supported by this ksz"));
   }
   const auto t0 = Clock::now();
-  field.bytes.resize(out.extent(0) * sizeof(T));
+  resize_huge(field.bytes, out.extent(0) * sizeof(T));
   Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
       reinterpret_cast<T*>(field.bytes.data()), out.extent(0));
   Kokkos::deep_copy(host, out);
@@ -134,7 +135,7 @@ template <class T>
 void decompress_classic(const container::Parsed& parsed, Field& field, Report* report) {
   using Host = Kokkos::DefaultHostExecutionSpace;
   const std::uint64_t n = parsed.header.dims.count();
-  field.bytes.resize(n * sizeof(T));
+  resize_huge(field.bytes, n * sizeof(T));
   T* out = reinterpret_cast<T*>(field.bytes.data());
   if (parsed.header.mode == ErrorMode::PW_REL) {
     Kokkos::View<T*, Kokkos::HostSpace> v;

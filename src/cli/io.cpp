@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "src/core/error.hpp"
+#include "src/core/host_memory.hpp"
 
 namespace ksz::cli {
 
@@ -16,7 +17,7 @@ std::vector<std::uint8_t> read_file(const std::string& path) {
   KSZ_EXPECTS(S_ISREG(st.st_mode), "'", path, "' is not a regular file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   KSZ_EXPECTS(f != nullptr, "cannot open '", path, "': ", std::strerror(errno));
-  std::vector<std::uint8_t> buf(static_cast<std::size_t>(st.st_size));
+  std::vector<std::uint8_t> buf = huge_page_bytes(static_cast<std::size_t>(st.st_size));
   const std::size_t got = buf.empty() ? 0 : std::fread(buf.data(), 1, buf.size(), f);
   const bool err = std::ferror(f);
   std::fclose(f);

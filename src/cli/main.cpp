@@ -18,6 +18,7 @@
 #include "src/cli/check.hpp"
 #include "src/cli/io.hpp"
 #include "src/cli/quality.hpp"
+#include "src/core/host_memory.hpp"
 
 namespace {
 
@@ -145,7 +146,7 @@ std::vector<std::uint8_t> generate_on(Backend b, const generate::FieldSpec& spec
     const std::uint64_t n = spec.n0 * spec.n1 * spec.n2;
     Kokkos::View<T*, typename Space::memory_space> dev("ksz::generated", n);
     generate::fill<Space, T>(space, spec, dev);
-    std::vector<std::uint8_t> out(n * sizeof(T));
+    std::vector<std::uint8_t> out = huge_page_bytes(n * sizeof(T));
     Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
         reinterpret_cast<T*>(out.data()), n);
     Kokkos::deep_copy(h, dev);

@@ -6,6 +6,7 @@
 
 #include "src/container/checksum.hpp"
 #include "src/core/error.hpp"
+#include "src/core/host_memory.hpp"
 
 namespace ksz::container {
 namespace {
@@ -190,6 +191,7 @@ std::vector<std::uint8_t> write(const Header& h, const std::vector<Segment>& seg
 
   Writer w;
   w.buf.reserve(total);
+  advise_huge_pages(w.buf.data(), total);  // a stream of hundreds of MiB: its page faults were most of this call
   w.bytes(kMagic, sizeof kMagic);
   w.put<std::uint16_t>(kFormatMajor);
   w.put<std::uint16_t>(minor);

@@ -24,6 +24,7 @@
 #include "src/api/ksz.hpp"
 #include "src/container/container.hpp"
 #include "src/core/error.hpp"
+#include "src/core/host_memory.hpp"
 #include "src/core/host_workers.hpp"
 #include "src/core/types.hpp"
 
@@ -236,7 +237,7 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> unpack_indices(co
 
 template <class V, class Mem>
 std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {
-  std::vector<std::uint8_t> out(count * sizeof(V));
+  std::vector<std::uint8_t> out = huge_page_bytes(count * sizeof(V));
   if (count == 0) return out;
   Kokkos::View<V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
       reinterpret_cast<V*>(out.data()), count);
