@@ -118,11 +118,13 @@ bool finite_minmax(const Kokkos::Cuda& space, const T* in, std::uint64_t n, doub
 // device memory at buf[0], buf[1], nothing awaited: for work queued behind
 // it that needs them before the host does. buf: kMinmaxBufDoubles of device
 // memory (the rest is the reduction's scratch), the caller's until the
-// stream has run the kernel. The kernel leaves its counter in buf zeroed, so
-// a caller that hands the same buffer back (counter_zeroed: it has held
-// nothing else since a call finished) saves the memset ahead of the launch,
-// an API call on the host before the GPU has any work (about 11 us on the
-// H200 machine's host, 2% of an SZx REL compression).
+// stream has run the kernel. After every call, launched or refused, the
+// counter in buf is zero once the stream gets there (the kernel leaves it so),
+// so a caller that hands the same buffer back (counter_zeroed: it has held
+// nothing else since) saves the memset ahead of the launch, an API call on
+// the host before the GPU has any work (about 11 us on the H200 machine's
+// host, 2% of an SZx REL compression). pipeline::impl::queue_value_range
+// keeps that for the workspace's slot.
 constexpr std::size_t kMinmaxBufDoubles = 4 + 2 * 4000;
 template <class T>
 bool finite_minmax_to(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double* buf,

@@ -165,7 +165,10 @@ static_assert(16 + 2 * sizeof(double) * kMinmaxMaxBlocks <= (kMinmaxBufDoubles -
 
 template <class T>
 bool finite_minmax_to(const Kokkos::Cuda& space, const T* in, std::uint64_t n, double* buf, bool counter_zeroed) {
-  if (!enabled() || n == 0) return false;
+  if (!enabled() || n == 0) {  // refused: the counter zeroed all the same, as a launch leaves it
+    if (!counter_zeroed) check(cudaMemsetAsync(buf + 2, 0, sizeof(unsigned), space.cuda_stream()), "minmax count");
+    return false;
+  }
   launch_minmax(space, in, n, buf + 2, buf, counter_zeroed);
   return true;
 }

@@ -150,10 +150,8 @@ bool range_and_profile(const ExecSpace& space, Kokkos::View<const T*, typename E
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
     using Mem = typename ExecSpace::memory_space;
     using WS = Workspace<Mem>;
-    bool fresh = true;
-    const Kokkos::View<double*, Mem> buf =
-        ws.template get<double>(WS::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range", &fresh);
-    if (!cuda_spec::finite_minmax_to<T>(space, in.data(), in.extent(0), buf.data(), !fresh)) return false;
+    const Kokkos::View<double*, Mem> buf = queue_value_range<T>(space, in.data(), in.extent(0), ws);
+    if (buf.data() == nullptr) return false;
     auto f = spline::plan_profile(sh, in, prof);
     f.range = buf.data();
     f.rel = rel;

@@ -27,6 +27,7 @@
 #include "src/core/host_memory.hpp"
 #include "src/core/host_workers.hpp"
 #include "src/core/types.hpp"
+#include "src/pipeline/workspace.hpp"
 
 namespace ksz::pipeline::impl {
 
@@ -234,6 +235,24 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> unpack_indices(co
   outliers::validate_indices<ExecSpace>(space, d, n, what);
   return d;
 }
+
+#if defined(KSZ_HAVE_CUDA)
+// The finite values' extremes of in[0, n) queued on space into the
+// workspace's value-range slot (buf[0], buf[1], nothing awaited:
+// cuda_spec::finite_minmax_to); an empty view where the specialization does
+// not take the call. Only this uses the slot, so its counter is zero unless
+// the workspace has just allocated the buffer.
+template <class T>
+Kokkos::View<double*, Kokkos::Cuda::memory_space> queue_value_range(
+    const Kokkos::Cuda& space, const T* in, std::uint64_t n,
+    typename Workspace<Kokkos::Cuda::memory_space>::Lease& ws) {
+  using WS = Workspace<Kokkos::Cuda::memory_space>;
+  bool fresh = true;
+  const auto buf = ws.template get<double>(WS::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range", &fresh);
+  if (!cuda_spec::finite_minmax_to<T>(space, in, n, buf.data(), !fresh)) return {};
+  return buf;
+}
+#endif
 
 template <class V, class Mem>
 std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {

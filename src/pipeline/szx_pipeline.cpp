@@ -149,13 +149,11 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
         sb.bound = opt.bound;
         sb.find_range = true;
       } else {
-        bool fresh = true;
-        const Kokkos::View<double*, Mem> extremes = ws.template get<double>(
-            Workspace<Mem>::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range", &fresh);
         // The one-pass path runs only where the specializations are on and n > 0,
         // which is all finite_minmax_to asks.
-        const bool queued = cuda_spec::finite_minmax_to<T>(space, in.data(), n, extremes.data(), !fresh);
-        KSZ_EXPECTS(queued, "internal: the value-range kernel refused a case the SZx one-pass path took");
+        const Kokkos::View<double*, Mem> extremes = impl::queue_value_range<T>(space, in.data(), n, ws);
+        KSZ_EXPECTS(extremes.data() != nullptr,
+                    "internal: the value-range kernel refused a case the SZx one-pass path took");
         sb.bound = opt.bound;
         sb.range = extremes.data();
         sb.rel = opt.mode == ErrorMode::REL;

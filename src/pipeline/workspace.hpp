@@ -62,7 +62,7 @@ class Workspace {
     kEscapesAlt,       // and their sort's second buffer
     kEscapeStarts,     // and the first of each Huffman chunk
     kValueRange,       // the value range's result and scratch on GPUs, for kernels queued behind it
-                       // (only cuda_spec::finite_minmax_to uses it: its counter is left zeroed)
+                       // (impl::queue_value_range's only: its counter is left zeroed)
     kSlots
   };
 
@@ -82,13 +82,15 @@ class Workspace {
     // *fresh (where given): the buffer was allocated by this call, so it
     // holds nothing an earlier call left.
     Kokkos::View<T*, Mem> get(Slot slot, std::size_t n, const char* label, bool* fresh = nullptr) {
-      if (fresh) *fresh = true;
-      if (!m_held)
+      if (!m_held) {
+        if (fresh) *fresh = true;
         return Kokkos::View<T*, Mem>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), n);
+      }
       auto& buf = m_ws.m_buf[slot];
       const std::size_t bytes = n * sizeof(T);
-      if (fresh) *fresh = buf.extent(0) < bytes;
-      if (buf.extent(0) < bytes) {
+      const bool grow = buf.extent(0) < bytes;
+      if (fresh) *fresh = grow;
+      if (grow) {
         // Exact the first time (peak memory of a single call); a slot that
         // has to grow gets room to grow a little more.
         const std::size_t room = buf.extent(0) ? bytes + bytes / 8 : bytes;

@@ -242,9 +242,19 @@ TEST(CudaSpecializations, ValueRangeWithoutFiniteValues) {
   expect_same_as_portable(f, d, opt, "one finite value");
 }
 
-// finite_minmax_to leaves its counter zeroed: a buffer handed back with
-// counter_zeroed (no memset) gives every later call the right extremes. The
-// first call starts from a buffer of garbage, as a fresh workspace one is.
+// 32-bit pseudo-random values (Knuth's MMIX LCG, high half): test data only.
+struct Lcg {
+  std::uint64_t seed;
+  std::uint32_t operator()() {
+    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::uint32_t>(seed >> 32);
+  }
+};
+
+// finite_minmax_to leaves its counter zeroed, launched or refused: a buffer
+// handed back with counter_zeroed (no memset) gives every later call the
+// right extremes. The first call, refused (n = 0), meets a buffer of
+// garbage, as a fresh workspace one is.
 TEST(CudaSpecializations, ValueRangeCounterLeftZeroed) {
   SpecGuard guard;
   Kokkos::Cuda space;
@@ -252,20 +262,19 @@ TEST(CudaSpecializations, ValueRangeCounterLeftZeroed) {
   Kokkos::deep_copy(Kokkos::View<unsigned char*, Kokkos::CudaSpace, Kokkos::MemoryUnmanaged>(
                         reinterpret_cast<unsigned char*>(buf.data()), buf.size() * sizeof(double)),
                     static_cast<unsigned char>(0xA5));
-  std::uint64_t seed = 11;
-  int call = 0;
+  ASSERT_FALSE(cuda_spec::finite_minmax_to<float>(space, nullptr, 0, buf.data(), false));
+  Lcg next{11};
   for (const std::uint64_t n : {5000ull, 1ull, 3ull << 20, 777ull, 1ull << 22, 64ull}) {
     std::vector<float> h(n);
     double mn = std::numeric_limits<double>::max(), mx = std::numeric_limits<double>::lowest();
     for (std::uint64_t i = 0; i < n; ++i) {
-      seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-      const float v = static_cast<float>(static_cast<std::int32_t>(seed >> 32)) * 1e-6f;
+      const float v = static_cast<float>(static_cast<std::int32_t>(next())) * 1e-6f;
       h[i] = i % 1000 == 7 ? std::numeric_limits<float>::quiet_NaN() : v;
       if (h[i] == h[i]) mn = std::min(mn, double(v)), mx = std::max(mx, double(v));
     }
     Kokkos::View<float*, Kokkos::CudaSpace> d("ksz::test::values", n);
     Kokkos::deep_copy(d, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(), n));
-    ASSERT_TRUE(cuda_spec::finite_minmax_to<float>(space, d.data(), n, buf.data(), call++ > 0));
+    ASSERT_TRUE(cuda_spec::finite_minmax_to<float>(space, d.data(), n, buf.data(), true));
     double back[3];
     Kokkos::deep_copy(Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(back, 3),
                       Kokkos::subview(buf, std::make_pair(0, 3)));
@@ -276,15 +285,6 @@ TEST(CudaSpecializations, ValueRangeCounterLeftZeroed) {
     EXPECT_EQ(counter, 0u) << "n " << n;
   }
 }
-
-// 32-bit pseudo-random values (Knuth's MMIX LCG, high half): test data only.
-struct Lcg {
-  std::uint64_t seed;
-  std::uint32_t operator()() {
-    seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-    return static_cast<std::uint32_t>(seed >> 32);
-  }
-};
 
 // The lossless pass's skip test: the specialized bound equals the portable
 // one exactly, over densities from all-zero to dense, block sizes, both
