@@ -42,6 +42,19 @@ TEST(Crc32c, KnownVectors) {
       EXPECT_EQ(container::crc32c(buf.data() + off, len), container::crc32c_portable(buf.data() + off, len));
   const std::uint32_t part = container::crc32c(buf.data(), 333);
   EXPECT_EQ(container::crc32c(buf.data() + 333, 667, part), container::crc32c_portable(buf.data(), 1000));
+  // Long buffers (the hardware path's three interleaved thirds, joined), at
+  // and around its threshold, continued from a CRC, at odd offsets.
+  std::vector<unsigned char> big(300001);
+  for (std::size_t k = 0; k < big.size(); ++k) big[k] = static_cast<unsigned char>((k * 2654435761u) >> 13);
+  for (std::size_t len : {std::size_t(12287), std::size_t(12288), std::size_t(12289), std::size_t(12295),
+                          std::size_t(65536), std::size_t(299990)})
+    for (std::size_t off : {std::size_t(0), std::size_t(5)}) {
+      EXPECT_EQ(container::crc32c(big.data() + off, len), container::crc32c_portable(big.data() + off, len))
+          << len << " bytes at " << off;
+      EXPECT_EQ(container::crc32c(big.data() + off, len, 0xDEADBEEFu),
+                container::crc32c_portable(big.data() + off, len, 0xDEADBEEFu))
+          << len << " bytes at " << off << ", continued";
+    }
 }
 
 TEST(Container, HeaderAndSegmentsRoundTrip) {
