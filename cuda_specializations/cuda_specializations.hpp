@@ -35,6 +35,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <type_traits>
 
 #include "portable/encode/huffman/narrow.hpp"
 #include "portable/quantize/prequant.hpp"
@@ -84,6 +85,15 @@ inline bool wide_codes() {
   return wide;
 }
 
+// Device memory that copy_bytes_to_device / copy_bytes_to_host serve (none
+// without CUDA): callers branch on it at compile time.
+template <class Mem>
+#if defined(KSZ_HAVE_CUDA)
+constexpr bool kBulkCopyMem = std::is_same<Mem, Kokkos::CudaSpace>::value;
+#else
+constexpr bool kBulkCopyMem = false;
+#endif
+
 #if defined(KSZ_HAVE_CUDA)
 
 // The device arrays src[k] of bytes[k] bytes, one after the other, into
@@ -91,6 +101,15 @@ inline bool wide_codes() {
 // synchronization of space, no pageable staging. False (nothing done) when
 // switched off or over the slot's size in all.
 bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::size_t* bytes, int parts, void* dst);
+
+// Bulk copies between pageable host memory and device memory (transfer.cpp):
+// to the device through pinned chunks that several host threads fill while
+// the copy engine moves the ones before (the driver's pageable copy stages
+// with one thread); to the host the driver's pageable copy. Ordered on
+// space's stream after the work queued there; both return once the bytes are
+// at dst. Neither pointer needs any alignment.
+void copy_bytes_to_device(const Kokkos::Cuda& space, void* dst, const void* src, std::size_t bytes);
+void copy_bytes_to_host(const Kokkos::Cuda& space, void* dst, const void* src, std::size_t bytes);
 
 // copy_to_host in two halves: start() queues the copies and the slot's event
 // after them; finish() waits for that event alone and reads the slot, so

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/encode/huffman/huffman.hpp"
 #include "src/container/container.hpp"
 #include "src/core/host_memory.hpp"
@@ -36,8 +37,14 @@ std::vector<std::uint8_t> compress_on(const ExecSpace& space, const void* data, 
     in = host;
   } else {
     Kokkos::View<T*, Mem> dev(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::input"), n);
-    Kokkos::deep_copy(space, dev, host);
-    space.fence();
+    if constexpr (cuda_spec::kBulkCopyMem<Mem>) {
+#if defined(KSZ_HAVE_CUDA)
+      cuda_spec::copy_bytes_to_device(space, dev.data(), data, n * sizeof(T));  // pinned chunks
+#endif
+    } else {
+      Kokkos::deep_copy(space, dev, host);
+      space.fence();
+    }
     in = dev;
   }
   if (report) report->stages.back().seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -107,9 +114,15 @@ void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Fiel
   }
   const auto t0 = Clock::now();
   resize_huge(field.bytes, out.extent(0) * sizeof(T));
-  Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
-      reinterpret_cast<T*>(field.bytes.data()), out.extent(0));
-  Kokkos::deep_copy(host, out);
+  if constexpr (cuda_spec::kBulkCopyMem<Mem>) {
+#if defined(KSZ_HAVE_CUDA)
+    cuda_spec::copy_bytes_to_host(space, field.bytes.data(), out.data(), field.bytes.size());  // after the decode
+#endif
+  } else {
+    Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(
+        reinterpret_cast<T*>(field.bytes.data()), out.extent(0));
+    Kokkos::deep_copy(host, out);
+  }
   if (report)
     report->stages.push_back({"copy to host", std::chrono::duration<double>(Clock::now() - t0).count()});
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -92,10 +93,16 @@ struct Header {
   std::vector<std::uint32_t> u32s(Param k, std::size_t count) const;
 };
 
+// Writes a segment's size bytes at dst, its place in the stream being built:
+// bytes that are not in host memory (a device's) go there with no host copy
+// in between.
+using SegmentFill = std::function<void(std::uint8_t* dst)>;
+
 struct Segment {
   SegmentId id;
   const std::uint8_t* data;
   std::uint64_t size;
+  SegmentFill fill = {};  // write() only: where set, it writes the bytes and data is not read
 };
 
 // Serializes header + segments into one stream.

@@ -254,13 +254,27 @@ Kokkos::View<double*, Kokkos::Cuda::memory_space> queue_value_range(
 }
 #endif
 
+// The first `bytes` bytes of v to host memory at dst, after everything
+// queued anywhere (as deep_copy): through pinned chunks from CUDA memory.
+template <class V, class Mem>
+void copy_to_host(Kokkos::View<V*, Mem> v, std::uint8_t* dst, std::uint64_t bytes) {
+  if (bytes == 0) return;
+  if constexpr (cuda_spec::kBulkCopyMem<Mem>) {
+#if defined(KSZ_HAVE_CUDA)
+    Kokkos::fence();
+    cuda_spec::copy_bytes_to_host(Kokkos::Cuda(), dst, v.data(), bytes);
+#endif
+  } else {
+    const std::uint64_t count = bytes / sizeof(V);
+    Kokkos::View<V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(reinterpret_cast<V*>(dst), count);
+    Kokkos::deep_copy(h, Kokkos::subview(v, std::make_pair(std::uint64_t(0), count)));
+  }
+}
+
 template <class V, class Mem>
 std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {
   std::vector<std::uint8_t> out = huge_page_bytes(count * sizeof(V));
-  if (count == 0) return out;
-  Kokkos::View<V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
-      reinterpret_cast<V*>(out.data()), count);
-  Kokkos::deep_copy(h, Kokkos::subview(v, std::make_pair(std::uint64_t(0), count)));
+  copy_to_host(v, out.data(), out.size());
   return out;
 }
 
@@ -333,11 +347,17 @@ Kokkos::View<V*, typename ExecSpace::memory_space> to_device(const ExecSpace& sp
   Kokkos::View<V*, typename ExecSpace::memory_space> d(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(what)),
                                                        count);
   if (count == 0) return d;
-  // Segment bytes need not be aligned for V: copy through an aligned host buffer.
-  Kokkos::View<V*, Kokkos::HostSpace> h(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::staging"), count);
-  std::memcpy(h.data(), s.data, s.size);
-  Kokkos::deep_copy(space, d, h);
-  space.fence();
+  if constexpr (cuda_spec::kBulkCopyMem<typename ExecSpace::memory_space>) {
+#if defined(KSZ_HAVE_CUDA)
+    cuda_spec::copy_bytes_to_device(space, d.data(), s.data, s.size);  // any alignment
+#endif
+  } else {
+    // Segment bytes need not be aligned for V: copy through an aligned host buffer.
+    Kokkos::View<V*, Kokkos::HostSpace> h(Kokkos::view_alloc(Kokkos::WithoutInitializing, "ksz::staging"), count);
+    std::memcpy(h.data(), s.data, s.size);
+    Kokkos::deep_copy(space, d, h);
+    space.fence();
+  }
   return d;
 }
 

@@ -38,6 +38,18 @@ HostBytes host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {
   return b;
 }
 
+// The first count values of v as a stream segment: read in place on host
+// spaces, written into the stream from the device elsewhere (no host copy
+// in between: Segment::fill).
+template <class V, class Mem>
+container::Segment stream_segment(container::SegmentId id, Kokkos::View<V*, Mem> v, std::uint64_t count) {
+  const std::uint64_t bytes = count * sizeof(V);
+  if constexpr (kHostMem<Mem>)
+    return {id, reinterpret_cast<const std::uint8_t*>(v.data()), bytes};
+  else
+    return {id, nullptr, bytes, [v, bytes](std::uint8_t* dst) { impl::copy_to_host(v, dst, bytes); }};
+}
+
 // A byte segment as a view: read in place on host spaces (bytes need no
 // alignment; the stream outlives the call), copied to the device elsewhere.
 template <class ExecSpace>
@@ -242,9 +254,6 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   }
 
   const HostBytes kinds_h = host_bytes(kinds, nb);
-  const HostBytes med_h = host_bytes(medians, nb);
-  const HostBytes lead_h = host_bytes(lead, lead_total);
-  const HostBytes mid_h = host_bytes(mid, mid_total);
   const HostBytes runs_h = host_bytes(runs, 2 * nruns);
   std::uint64_t n_const = 0, n_verb = 0;
   for (std::uint64_t b = 0; b < nb; ++b) {
@@ -287,9 +296,9 @@ std::vector<std::uint8_t> SzxPipeline<ExecSpace>::compress(const ExecSpace& spac
   h.set_u64(Param::SzxConstantBlocks, n_const);
   h.set_u64(Param::SzxVerbatimBlocks, n_verb);
   auto stream = container::write(h, {{SegmentId::SzxKinds, kinds_h.data, kinds_h.size},
-                                     {SegmentId::SzxMedians, med_h.data, med_h.size},
-                                     {SegmentId::SzxLeadCodes, lead_h.data, lead_h.size},
-                                     {SegmentId::SzxMidBytes, mid_h.data, mid_h.size},
+                                     stream_segment(SegmentId::SzxMedians, medians, nb),
+                                     stream_segment(SegmentId::SzxLeadCodes, lead, lead_total),
+                                     stream_segment(SegmentId::SzxMidBytes, mid, mid_total),
                                      {SegmentId::SzxVerbatim, verb_h.data, verb_h.size},
                                      {SegmentId::SzxMidRuns, runs_h.data, runs_h.size}});
   timer.mark("gather+container");

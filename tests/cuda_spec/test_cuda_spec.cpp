@@ -286,6 +286,29 @@ TEST(CudaSpecializations, ValueRangeCounterLeftZeroed) {
   }
 }
 
+// The pinned bulk copies: every byte there and back, for sizes below the
+// chunked path's threshold, at it, and over several chunks with a partial
+// last one, from and to addresses of every alignment; bytes around the
+// destination range stay as they were.
+TEST(CudaSpecializations, BulkCopiesEveryByte) {
+  Kokkos::Cuda space;
+  Lcg next{5};
+  for (const std::size_t bytes : {std::size_t(1), std::size_t(4097), std::size_t(1) << 20,
+                                  (std::size_t(1) << 20) + 3, std::size_t(3) * (8u << 20) + 12345,
+                                  std::size_t(7) * (8u << 20) + 1}) {
+    for (const std::size_t skew : {std::size_t(0), std::size_t(3)}) {
+      std::vector<unsigned char> src(bytes + skew), back(bytes + skew + 2, 0x5A);
+      for (auto& b : src) b = static_cast<unsigned char>(next());
+      Kokkos::View<unsigned char*, Kokkos::CudaSpace> d("ksz::test::bulk", bytes + 8);
+      cuda_spec::copy_bytes_to_device(space, d.data() + skew, src.data() + skew, bytes);
+      cuda_spec::copy_bytes_to_host(space, back.data() + 1 + skew, d.data() + skew, bytes);
+      EXPECT_EQ(std::memcmp(back.data() + 1 + skew, src.data() + skew, bytes), 0) << bytes << " bytes, skew " << skew;
+      EXPECT_EQ(back[skew], 0x5A) << bytes << " bytes, skew " << skew;
+      EXPECT_EQ(back[1 + skew + bytes], 0x5A) << bytes << " bytes, skew " << skew;
+    }
+  }
+}
+
 // The lossless pass's skip test: the specialized bound equals the portable
 // one exactly, over densities from all-zero to dense, block sizes, both
 // methods, and lengths that end inside a block and inside a 16-byte vector.
