@@ -2,11 +2,13 @@
 // streams (truncation anywhere, bit flips, wrong magic, absurd headers).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "src/api/ksz.hpp"
 #include "src/container/checksum.hpp"
 #include "src/container/container.hpp"
+#include "src/core/host_memory.hpp"
 #include "tests/common/fields.hpp"
 
 namespace ksz::test {
@@ -55,6 +57,52 @@ TEST(Crc32c, KnownVectors) {
                 container::crc32c_portable(big.data() + off, len, 0xDEADBEEFu))
           << len << " bytes at " << off << ", continued";
     }
+}
+
+// The host buffers' page hints change no byte: a buffer grown past the
+// prefault threshold keeps what it held and is zero beyond it, and
+// prefaulting memory already written leaves it as it was.
+TEST(HostMemory, GrowthKeepsBytesAndZeroes) {
+  std::vector<std::uint8_t> v(1000);
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<std::uint8_t>(k * 7 + 1);
+  const std::size_t size = (std::size_t(48) << 20) + 12345;
+  resize_huge(v, size);
+  ASSERT_EQ(v.size(), size);
+  for (std::size_t k = 0; k < 1000; ++k) ASSERT_EQ(v[k], static_cast<std::uint8_t>(k * 7 + 1)) << k;
+  std::size_t nonzero = 0;
+  for (std::size_t k = 1000; k < size; ++k) nonzero += v[k] != 0;
+  EXPECT_EQ(nonzero, 0u);
+  for (std::size_t k = 0; k < size; k += 4093) v[k] = 0xA5;
+  prefault(v.data(), v.size());
+  for (std::size_t k = 0; k < size; k += 4093) ASSERT_EQ(v[k], 0xA5) << k;
+  const std::vector<std::uint8_t> z = huge_page_bytes(std::size_t(40) << 20);
+  EXPECT_EQ(std::count(z.begin(), z.end(), std::uint8_t(0)), static_cast<std::ptrdiff_t>(z.size()));
+}
+
+// A segment written by its fill (straight into the stream, its checksum and
+// the header's patched after) gives the same stream as the same bytes given
+// in place, among segments given in place, empty ones included.
+TEST(Container, FilledSegmentsSameStream) {
+  container::Header h;
+  h.dims = dims_of({100000});
+  h.user_bound = h.abs_bound = 1e-3;
+  std::vector<std::uint8_t> a(5000), b(70001), c;
+  for (std::size_t k = 0; k < a.size(); ++k) a[k] = static_cast<std::uint8_t>(k * 13 + 5);
+  for (std::size_t k = 0; k < b.size(); ++k) b[k] = static_cast<std::uint8_t>(k * 31 + 2);
+  const auto fill = [](const std::vector<std::uint8_t>& v) {
+    return [&v](std::uint8_t* dst) { std::copy(v.begin(), v.end(), dst); };
+  };
+  const auto plain = container::write(h, {{SegmentId::SzxKinds, a.data(), a.size()},
+                                          {SegmentId::SzxMidBytes, b.data(), b.size()},
+                                          {SegmentId::SzxVerbatim, c.data(), 0},
+                                          {SegmentId::SzxMedians, a.data(), a.size()}});
+  const auto filled = container::write(h, {{SegmentId::SzxKinds, a.data(), a.size()},
+                                           {SegmentId::SzxMidBytes, nullptr, b.size(), fill(b)},
+                                           {SegmentId::SzxVerbatim, nullptr, 0, fill(c)},
+                                           {SegmentId::SzxMedians, nullptr, a.size(), fill(a)}});
+  EXPECT_TRUE(plain == filled);
+  const auto p = container::read(filled.data(), filled.size());
+  EXPECT_EQ(p.require(SegmentId::SzxMidBytes).size, b.size());
 }
 
 TEST(Container, HeaderAndSegmentsRoundTrip) {
