@@ -255,7 +255,8 @@ Kokkos::View<double*, Kokkos::Cuda::memory_space> queue_value_range(
 #endif
 
 // The first `bytes` bytes of v to host memory at dst, after everything
-// queued anywhere (as deep_copy): through pinned chunks from CUDA memory.
+// queued anywhere (as deep_copy; from CUDA memory the driver's pageable copy,
+// cuda_spec::copy_bytes_to_host).
 template <class V, class Mem>
 void copy_to_host(Kokkos::View<V*, Mem> v, std::uint8_t* dst, std::uint64_t bytes) {
   if (bytes == 0) return;
