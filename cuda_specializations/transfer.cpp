@@ -35,20 +35,24 @@ constexpr int kStagers = 4;
 constexpr std::size_t kStagedBytes = std::size_t(16) << 20;
 
 // A set of pinned chunks and an event each (the copy that last used it), from
-// a process-wide pool (one set a concurrent copy), freed when Kokkos finalizes.
+// a process-wide pool (one set a concurrent copy; events belong to a device,
+// so a set serves the device it was made on), freed when Kokkos finalizes.
+// Made and used with `device` current.
 class Chunks {
  public:
-  Chunks() {
+  explicit Chunks(int device) {
     Pool& p = pool();
     {
       std::lock_guard<std::mutex> lock(p.mutex);
-      if (!p.free.empty()) {
-        m_set = p.free.back();
-        p.free.pop_back();
+      for (std::size_t k = 0; k < p.free.size(); ++k) {
+        if (p.free[k].device != device) continue;
+        m_set = p.free[k];
+        p.free.erase(p.free.begin() + static_cast<std::ptrdiff_t>(k));
         return;
       }
     }
     Set s;
+    s.device = device;
     for (int i = 0; i < kDepth; ++i) {
       cudaError_t e = cudaHostAlloc(&s.host[i], kChunk, cudaHostAllocPortable);
       if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s.done[i], cudaEventDisableTiming);
@@ -88,6 +92,7 @@ class Chunks {
 
  private:
   struct Set {
+    int device = 0;
     void* host[kDepth] = {};
     cudaEvent_t done[kDepth] = {};
   };
@@ -123,9 +128,10 @@ class Chunks {
 constexpr std::size_t kChunkedFrom = std::size_t(1) << 20;
 
 // One staging thread's range: a memcpy into a chunk, its copy queued, the
-// next chunk; a chunk is reused once its last copy is done.
-void stage_range(cudaStream_t st, char* to, const char* from, std::size_t bytes) {
-  Chunks c;
+// next chunk; a chunk is reused once its last copy is done. `device` (the
+// stream's) is current.
+void stage_range(int device, cudaStream_t st, char* to, const char* from, std::size_t bytes) {
+  Chunks c(device);
   int i = 0;
   for (std::size_t at = 0; at < bytes; at += kChunk, i = (i + 1) % kDepth) {
     const std::size_t len = std::min(kChunk, bytes - at);
@@ -146,6 +152,7 @@ void copy_bytes_to_device(const Kokkos::Cuda& space, void* dst, const void* src,
     check(cudaStreamSynchronize(st), "copy to device sync");
     return;
   }
+  const int device = space.cuda_device();
   // Ranges of whole chunks, the caller's first; the stream orders nothing
   // between them (disjoint bytes), each thread waits for its own copies.
   const int stagers = static_cast<int>(std::min<std::size_t>(kStagers, std::max<std::size_t>(1, bytes / kStagedBytes)));
@@ -155,11 +162,14 @@ void copy_bytes_to_device(const Kokkos::Cuda& space, void* dst, const void* src,
   std::vector<std::future<void>> others;
   for (int k = 1; k < stagers && k * per < bytes; ++k) {
     const std::size_t at = k * per, len = std::min(per, bytes - at);
-    others.push_back(HostWorkers::run([st, to, from, at, len] { stage_range(st, to + at, from + at, len); }));
+    others.push_back(HostWorkers::run([device, st, to, from, at, len] {
+      check(cudaSetDevice(device), "staging thread's device");  // a worker's current device is its own
+      stage_range(device, st, to + at, from + at, len);
+    }));
   }
   std::exception_ptr failed;
   try {
-    stage_range(st, to, from, std::min(per, bytes));
+    stage_range(device, st, to, from, std::min(per, bytes));
   } catch (...) {
     failed = std::current_exception();
   }
