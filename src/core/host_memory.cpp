@@ -30,7 +30,7 @@ void prefault(void* p, std::size_t bytes) {
   if (p == nullptr || bytes < kFrom) return;
   const auto begin = reinterpret_cast<std::uintptr_t>(p) & ~(kPage - 1), end = reinterpret_cast<std::uintptr_t>(p) + bytes;
   const unsigned hw = std::thread::hardware_concurrency();
-  const std::size_t threads = std::min<std::size_t>({4, hw ? hw : 1, bytes / (kFrom / 4)});
+  const std::size_t threads = std::min<std::size_t>(4, hw ? hw : 1);  // 8 MiB or more each past kFrom
   const std::size_t per = ((end - begin) / threads + kPage - 1) & ~(kPage - 1);
   const auto populate = [&](std::size_t k) {
     const std::uintptr_t a = begin + k * per, b = std::min<std::uintptr_t>(end, a + per);
