@@ -59,6 +59,32 @@ TEST(Crc32c, KnownVectors) {
     }
 }
 
+// Buffers past the threads' threshold: every thread count, at and around the
+// threshold and with a last piece longer than the others, from 0 and
+// continued, equal the table reference over the whole buffer (one chain).
+TEST(Crc32c, ThreadedPiecesJoin) {
+  const std::size_t unit = container::kCrcThreadBytes;
+  std::vector<unsigned char> big(4 * unit + 4099);
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (auto& b : big) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<unsigned char>(x >> 24);
+  }
+  for (std::size_t len : {2 * unit - 1, 2 * unit, 2 * unit + 1, 3 * unit + 65, 4 * unit + 4099}) {
+    const std::size_t off = len % 2;  // odd lengths at an odd address
+    const std::size_t n = std::min(len, big.size() - off);
+    const std::uint32_t want = container::crc32c_portable(big.data() + off, n);
+    const std::uint32_t want_on = container::crc32c_portable(big.data() + off, n, 0x1234567u);
+    for (std::size_t threads : {std::size_t(1), std::size_t(2), std::size_t(3), std::size_t(4), std::size_t(9)}) {
+      EXPECT_EQ(container::crc32c_threads(big.data() + off, n, 0, threads), want) << n << " bytes, " << threads;
+      EXPECT_EQ(container::crc32c_threads(big.data() + off, n, 0x1234567u, threads), want_on)
+          << n << " bytes, " << threads << ", continued";
+    }
+  }
+  // The default entry point too (its thread count is the machine's).
+  EXPECT_EQ(container::crc32c(big.data(), big.size()), container::crc32c_portable(big.data(), big.size()));
+}
+
 // The host buffers' page hints change no byte: a buffer grown past the
 // prefault threshold keeps what it held and is zero beyond it, and
 // prefaulting memory already written leaves it as it was.
