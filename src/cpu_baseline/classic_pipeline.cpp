@@ -317,7 +317,7 @@ std::vector<std::uint8_t> classic_compress(const T* data, const Dims& dims, cons
   h.set_u64(Param::VerbatimCount, n_unpred);
   auto stream = container::write(h, {{SegmentId::HuffmanLengths, lengths.data(), lengths.size()},
                                      {SegmentId::HuffmanChunkOffsets, offsets.data(), offsets.size()},
-                                     {SegmentId::HuffmanWords, words.data(), words.size()},
+                                     words.segment(SegmentId::HuffmanWords),
                                      {SegmentId::ClassicUnpredictable, uv.data(), uv.size()}});
   timer.mark("gather+container");
   if (report) {

@@ -444,7 +444,7 @@ std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& s
   std::vector<container::Segment> segments = {
       {SegmentId::HuffmanLengths, huff.lengths.data(), huff.lengths.size()},
       {SegmentId::HuffmanChunkOffsets, huff.offsets.data(), huff.offsets.size()},
-      {SegmentId::HuffmanWords, huff.words.data(), huff.words.size()},
+      huff.words.segment(SegmentId::HuffmanWords),
       {SegmentId::OutlierIndex, oi.data(), oi.size()},
       {SegmentId::OutlierValue, ov.data(), ov.size()},
       {SegmentId::VerbatimIndex, vi.data(), vi.size()},

@@ -276,7 +276,7 @@ std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& 
   h.set_u64(Param::VerbatimCount, verb_idx.extent(0));
   std::vector<container::Segment> segments = {{SegmentId::HuffmanLengths, lengths.data(), lengths.size()},
                                               {SegmentId::HuffmanChunkOffsets, offsets.data(), offsets.size()},
-                                              {SegmentId::HuffmanWords, words.data(), words.size()},
+                                              words.segment(SegmentId::HuffmanWords),
                                               {SegmentId::OutlierIndex, oi.data(), oi.size()},
                                               {SegmentId::OutlierValue, ov.data(), ov.size()},
                                               {SegmentId::VerbatimIndex, vi.data(), vi.size()},

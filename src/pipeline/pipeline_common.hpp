@@ -9,6 +9,7 @@
 #include <cstring>
 #include <future>
 #include <limits>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -279,6 +280,39 @@ std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t c
   return out;
 }
 
+// Host memory is already where the container needs it.
+template <class Mem>
+constexpr bool kHostMem = std::is_same<Mem, Kokkos::HostSpace>::value;
+
+// The first count values of v as a stream segment: read in place on host
+// spaces (v must outlive container::write), written into the stream from the
+// device elsewhere (no host copy in between: Segment::fill).
+template <class V, class Mem>
+container::Segment stream_segment(container::SegmentId id, Kokkos::View<V*, Mem> v, std::uint64_t count) {
+  const std::uint64_t bytes = count * sizeof(V);
+  if constexpr (kHostMem<Mem>)
+    return {id, reinterpret_cast<const std::uint8_t*>(v.data()), bytes};
+  else
+    return {id, nullptr, bytes, [v, bytes](std::uint8_t* dst) { copy_to_host(v, dst, bytes); }};
+}
+
+// A segment's bytes that a function hands to its caller's container::write:
+// stream_segment's, with the view they come from kept alive.
+struct SegmentBytes {
+  container::Segment bytes{container::SegmentId{}, nullptr, 0};
+  std::shared_ptr<const void> keep;  // the view (host spaces: bytes.data points into it)
+  std::uint64_t size() const { return bytes.size; }
+  container::Segment segment(container::SegmentId id) const {
+    container::Segment s = bytes;
+    s.id = id;
+    return s;
+  }
+};
+template <class V, class Mem>
+SegmentBytes segment_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {
+  return {stream_segment(container::SegmentId{}, v, count), std::make_shared<const Kokkos::View<V*, Mem>>(v)};
+}
+
 // The device arrays `parts`, one after the other, as host words once the
 // device has run what was queued on space before the fetch began, not what
 // was queued after it: the copy starts here and wait() returns the words, so
@@ -465,7 +499,7 @@ inline bool sparse_words(std::uint64_t n_words, std::uint64_t n_codes) { return 
 // already, queued behind the Huffman encoder (the words are then under 2
 // bits a symbol, where it is always tried), marked with it.
 template <class ExecSpace, class Timer>
-std::vector<std::uint8_t> words_segment(const ExecSpace& space,
+SegmentBytes words_segment(const ExecSpace& space,
                                         Kokkos::View<std::uint32_t*, typename ExecSpace::memory_space> words,
                                         std::uint64_t n_words, std::uint64_t n_codes, LosslessId pass,
                                         LosslessId& applied, Timer& timer,
@@ -474,7 +508,7 @@ std::vector<std::uint8_t> words_segment(const ExecSpace& space,
                                         const lossless::Encoded<ExecSpace>* queued = nullptr) {
   using Mem = typename ExecSpace::memory_space;
   applied = LosslessId::None;
-  std::vector<std::uint8_t> out;
+  SegmentBytes out;
   // The pass is kept only where it shrinks the bitstream; a count of nonzero
   // units first rules out, exactly, the streams it cannot shrink (dense
   // Huffman output at low ratios), which then skip it: same stream either way.
@@ -501,9 +535,9 @@ std::vector<std::uint8_t> words_segment(const ExecSpace& space,
   if (pass != LosslessId::None && !queued) timer.mark("lossless pass");  // fenced: sizes were read back
   if (attempt && enc.size < n_words * 4) {
     applied = pass;
-    out = to_host_bytes(enc.bytes, enc.size);
+    out = segment_bytes(enc.bytes, enc.size);
   }
-  if (applied == LosslessId::None) out = to_host_bytes(words, n_words);
+  if (applied == LosslessId::None) out = segment_bytes(words, n_words);
   if (report) {
     report->huffman_bytes = n_words * 4;
     report->lossless_bytes = out.size();
@@ -663,7 +697,8 @@ void report_decoded(Report* r, const container::Header& h, std::uint64_t n, std:
 // Quantization codes -> histogram -> canonical Huffman, as host segments
 // (segments 1-3 of FORMAT.md). The Lorenzo pipeline does the same inline.
 struct HuffmanSegments {
-  std::vector<std::uint8_t> lengths, offsets, words, run_bits;  // run_bits: segment 8, empty without sub-chunks
+  std::vector<std::uint8_t> lengths, offsets, run_bits;  // run_bits: segment 8, empty without sub-chunks
+  SegmentBytes words;  // segment 3, written into the stream by container::write
   LosslessId lossless = LosslessId::None;  // the pass applied to `words` (header byte 5)
 };
 

@@ -14,9 +14,8 @@
 namespace ksz::pipeline {
 namespace {
 
-// Host memory is already where the container needs it.
-template <class Mem>
-constexpr bool kHostMem = std::is_same<Mem, Kokkos::HostSpace>::value;
+using impl::kHostMem;
+using impl::stream_segment;
 
 // The first count values of v as bytes on the host: v's own bytes on host
 // spaces, else a copy.
@@ -36,18 +35,6 @@ HostBytes host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {
   }
   b.size = count * sizeof(V);
   return b;
-}
-
-// The first count values of v as a stream segment: read in place on host
-// spaces, written into the stream from the device elsewhere (no host copy
-// in between: Segment::fill).
-template <class V, class Mem>
-container::Segment stream_segment(container::SegmentId id, Kokkos::View<V*, Mem> v, std::uint64_t count) {
-  const std::uint64_t bytes = count * sizeof(V);
-  if constexpr (kHostMem<Mem>)
-    return {id, reinterpret_cast<const std::uint8_t*>(v.data()), bytes};
-  else
-    return {id, nullptr, bytes, [v, bytes](std::uint8_t* dst) { impl::copy_to_host(v, dst, bytes); }};
 }
 
 // A byte segment as a view: read in place on host spaces (bytes need no
