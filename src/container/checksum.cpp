@@ -117,8 +117,9 @@ std::uint32_t crc32c_one(const void* data, std::size_t size, std::uint32_t crc) 
 }  // namespace
 
 std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t crc) {
-  const unsigned hw = std::thread::hardware_concurrency();
-  return crc32c_threads(data, size, crc, std::min<std::size_t>(kCrcMaxThreads, std::max(1u, hw)));
+  if (size < 2 * kCrcThreadBytes) return crc32c_one(data, size, crc);  // (the core count is a file read on Linux)
+  static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  return crc32c_threads(data, size, crc, std::min<std::size_t>(kCrcMaxThreads, hw));
 }
 
 std::uint32_t crc32c_threads(const void* data, std::size_t size, std::uint32_t crc, std::size_t threads) {
