@@ -6,6 +6,8 @@
 #include <thread>
 #include <vector>
 
+#include "src/core/split_threads.hpp"
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <nmmintrin.h>
 #define KSZ_CRC32C_HW 1
@@ -127,29 +129,18 @@ std::uint32_t crc32c_threads(const void* data, std::size_t size, std::uint32_t c
   if (threads < 2) return crc32c_one(data, size, crc);
   // Piece k from register 0 (the first from ~crc), on a thread of its own
   // but the first; then joined in order: r = r x^(8 |piece|) + piece's.
+  // The last piece also takes the bytes the others leave.
   const auto* p = static_cast<const unsigned char*>(data);
-  const std::size_t per = size / threads / 64 * 64;
+  const std::size_t per = size / threads / 64 * 64, last = size - (threads - 1) * per;
   std::vector<std::uint32_t> regs(threads);
-  const auto piece = [&](std::size_t k) {
-    const std::size_t len = k + 1 == threads ? size - k * per : per;
-    regs[k] = k == 0 ? ~crc32c_one(p, len, crc) : ~crc32c_one(p + k * per, len, ~0u);
-  };
-  std::vector<std::thread> others;
-  std::size_t started = 1;
-  try {
-    for (; started < threads; ++started) others.emplace_back(piece, started);
-  } catch (...) {  // no thread to be had: the rest on this one
-  }
-  piece(0);
-  for (std::size_t k = started; k < threads; ++k) piece(k);
-  for (auto& t : others) t.join();
+  split_threads(threads, [&](std::size_t k) {
+    const std::size_t len = k + 1 == threads ? last : per;
+    regs[k] = ~crc32c_one(p + k * per, len, k == 0 ? crc : ~0u);
+  });
   std::uint32_t r = regs[0];
   const std::uint32_t shift = x8n_mod(per);
-  for (std::size_t k = 1; k < threads; ++k) {
-    const std::size_t len = k + 1 == threads ? size - k * per : per;
-    r = mult_mod(len == per ? shift : x8n_mod(len), r) ^ regs[k];
-  }
-  return ~r;
+  for (std::size_t k = 1; k + 1 < threads; ++k) r = mult_mod(shift, r) ^ regs[k];
+  return ~(mult_mod(x8n_mod(last), r) ^ regs[threads - 1]);
 }
 
 std::uint32_t crc32c_portable(const void* data, std::size_t size, std::uint32_t crc) {

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <thread>
-#include <vector>
+
+#include "src/core/split_threads.hpp"
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -36,13 +37,7 @@ void prefault(void* p, std::size_t bytes) {
     const std::uintptr_t a = begin + k * per, b = std::min<std::uintptr_t>(end, a + per);
     if (a < b) (void)madvise(reinterpret_cast<void*>(a), b - a, kPopulateWrite);
   };
-  std::vector<std::thread> others;
-  try {
-    for (std::size_t k = 1; k < threads; ++k) others.emplace_back(populate, k);
-  } catch (...) {  // no thread to be had: the caller's touches fault instead
-  }
-  populate(0);
-  for (auto& t : others) t.join();
+  split_threads(threads, populate);
 #else
   (void)p;
   (void)bytes;
