@@ -105,11 +105,15 @@ bool copy_to_host(const Kokkos::Cuda& space, const void* const* src, const std::
 // Bulk copies between pageable host memory and device memory (transfer.cpp):
 // to the device through pinned chunks that several host threads fill while
 // the copy engine moves the ones before (the driver's pageable copy stages
-// with one thread); to the host the driver's pageable copy. Ordered on
+// with one thread); to the host the same way, each thread copying its
+// chunks out (into fresh memory the driver's one thread also paid the page
+// faults). Ordered on
 // space's stream after the work queued there; both return once the bytes are
 // at dst. Neither pointer needs any alignment.
 void copy_bytes_to_device(const Kokkos::Cuda& space, void* dst, const void* src, std::size_t bytes);
-void copy_bytes_to_host(const Kokkos::Cuda& space, void* dst, const void* src, std::size_t bytes);
+// crc (where given): the CRC-32C of the bytes copied, worked out as they land.
+void copy_bytes_to_host(const Kokkos::Cuda& space, void* dst, const void* src, std::size_t bytes,
+                        std::uint32_t* crc = nullptr);
 
 // copy_to_host in two halves: start() queues the copies and the slot's event
 // after them; finish() waits for that event alone and reads the slot, so

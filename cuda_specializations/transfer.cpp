@@ -3,11 +3,14 @@
 // (perf/probe/host_copies.cu, 212 MiB): a pageable cudaMemcpy to the device
 // moves 6.3-6.6 GB/s, bound by the driver's one host thread staging it, and
 // one thread's memcpy into three pinned 8 MiB chunks while the copy engine
-// moves the last one 6.8-7.4; to the host the driver's pageable copy is the
-// faster one (12.2-13.6 GB/s into touched memory against 6.4-7.5 through
-// chunks), and into fresh memory both pay its page faults. So the device-bound copy is split into
-// ranges, each staged by its own host thread through its own chunks, and the
-// host-bound copy is the driver's.
+// moves the last one 6.8-7.4. So both directions are split into ranges, each
+// staged by its own host thread through its own chunks. To the host the
+// driver's pageable copy moved 12.2-13.6 GB/s into touched memory, but fresh
+// memory (a stream or a field handed to the caller) pays its page faults,
+// and touching it first cost as much again (perf/probe/gather_host.cu: 212
+// MiB, populated, zeroed and copied by the driver 52 ms, checksummed 5 more;
+// eight threads through chunks into fresh memory, each copying its range's
+// pieces and checksumming them from cache, 12 ms).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,6 +21,7 @@
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "cuda_specializations/launch.hpp"
+#include "src/container/checksum.hpp"
 #include "src/core/host_workers.hpp"
 
 namespace ksz::cuda_spec {
@@ -30,9 +34,10 @@ using launch::check;
 constexpr int kDepth = 3;
 constexpr std::size_t kChunk = std::size_t(4) << 20;
 // Staging threads of one copy (the caller and kept host workers), and the
-// bytes each must have at least.
-constexpr int kStagers = 4;
-constexpr std::size_t kStagedBytes = std::size_t(16) << 20;
+// bytes each must have at least: to the device four, to the host eight (its
+// threads also fault in fresh pages and checksum: 12 against 20 ms for four).
+constexpr int kStagers = 4, kStagersToHost = 8;
+constexpr std::size_t kStagedBytes = std::size_t(16) << 20, kStagedToHost = std::size_t(8) << 20;
 
 // A set of pinned chunks and an event each (the copy that last used it), from
 // a process-wide pool (one set a concurrent copy; events belong to a device,
@@ -142,6 +147,68 @@ void stage_range(int device, cudaStream_t st, char* to, const char* from, std::s
   }
   for (int k = 0; k < kDepth; ++k) c.wait(k);
 }
+// One staging thread's range to the host: the chunks' copies queued ahead
+// (kDepth), each chunk copied out in pieces that stay in cache, checksummed
+// from there where crc is given (continued), and queued again.
+void stage_range_to_host(int device, cudaStream_t st, char* to, const char* from, std::size_t bytes,
+                         std::uint32_t* crc) {
+  Chunks c(device);
+  const std::size_t k = (bytes + kChunk - 1) / kChunk;
+  const auto queue = [&](std::size_t j) {
+    const std::size_t at = j * kChunk;
+    check(cudaMemcpyAsync(c.host(j % kDepth), from + at, std::min(kChunk, bytes - at), cudaMemcpyDeviceToHost, st),
+          "copy to host");
+    c.queued(static_cast<int>(j % kDepth), st);
+  };
+  for (std::size_t j = 0; j < std::min<std::size_t>(k, kDepth); ++j) queue(j);
+  for (std::size_t j = 0; j < k; ++j) {
+    const std::size_t at = j * kChunk, len = std::min(kChunk, bytes - at);
+    c.wait(static_cast<int>(j % kDepth));
+    if (crc) {
+      *crc = container::copy_crc32c_one(to + at, c.host(static_cast<int>(j % kDepth)), len, *crc);
+    } else {
+      std::memcpy(to + at, c.host(static_cast<int>(j % kDepth)), len);
+    }
+    if (j + kDepth < k) queue(j + kDepth);
+  }
+}
+
+// The ranges of whole chunks of a copy on up to `most` staging threads (at
+// least `least` bytes each): f(k, offset, length) for each, the caller's
+// first; the stream orders nothing between them (disjoint bytes), each
+// thread waits for its own copies. Every range is done (or failed) before
+// this returns, so no chunk goes back to the pool in use.
+template <class F>
+void split_ranges(std::size_t bytes, int most, std::size_t least, int device, F f) {
+  const int stagers = static_cast<int>(std::min<std::size_t>(most, std::max<std::size_t>(1, bytes / least)));
+  // A range of at least bytes / stagers rounded up, then up to whole chunks,
+  // so that the ranges cover every byte (bytes / stagers rounded down lost the
+  // last bytes wherever it was a whole number of chunks: 64 MiB + 1 on four
+  // threads, an upload short of its last byte).
+  const std::size_t per = ((bytes + stagers - 1) / stagers + kChunk - 1) / kChunk * kChunk;
+  std::vector<std::future<void>> others;
+  for (int k = 1; k < stagers && k * per < bytes; ++k) {
+    const std::size_t at = k * per, len = std::min(per, bytes - at);
+    others.push_back(HostWorkers::run([device, f, k, at, len] {
+      check(cudaSetDevice(device), "staging thread's device");  // a worker's current device is its own
+      f(k, at, len);
+    }));
+  }
+  std::exception_ptr failed;
+  try {
+    f(0, std::size_t(0), std::min(per, bytes));
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  for (auto& r : others) {
+    try {
+      r.get();
+    } catch (...) {
+      if (!failed) failed = std::current_exception();
+    }
+  }
+  if (failed) std::rethrow_exception(failed);
+}
 }  // namespace
 
 void copy_bytes_to_device(const Kokkos::Cuda& space, void* dst, const void* src, std::size_t bytes) {
@@ -153,41 +220,35 @@ void copy_bytes_to_device(const Kokkos::Cuda& space, void* dst, const void* src,
     return;
   }
   const int device = space.cuda_device();
-  // Ranges of whole chunks, the caller's first; the stream orders nothing
-  // between them (disjoint bytes), each thread waits for its own copies.
-  const int stagers = static_cast<int>(std::min<std::size_t>(kStagers, std::max<std::size_t>(1, bytes / kStagedBytes)));
-  const std::size_t per = (bytes / stagers + kChunk - 1) / kChunk * kChunk;
   const char* const from = static_cast<const char*>(src);
   char* const to = static_cast<char*>(dst);
-  std::vector<std::future<void>> others;
-  for (int k = 1; k < stagers && k * per < bytes; ++k) {
-    const std::size_t at = k * per, len = std::min(per, bytes - at);
-    others.push_back(HostWorkers::run([device, st, to, from, at, len] {
-      check(cudaSetDevice(device), "staging thread's device");  // a worker's current device is its own
-      stage_range(device, st, to + at, from + at, len);
-    }));
-  }
-  std::exception_ptr failed;
-  try {
-    stage_range(device, st, to, from, std::min(per, bytes));
-  } catch (...) {
-    failed = std::current_exception();
-  }
-  for (auto& f : others) {  // every range done (or failed) before the buffers go back
-    try {
-      f.get();
-    } catch (...) {
-      if (!failed) failed = std::current_exception();
-    }
-  }
-  if (failed) std::rethrow_exception(failed);
+  split_ranges(bytes, kStagers, kStagedBytes, device, [device, st, to, from](int, std::size_t at, std::size_t len) {
+    stage_range(device, st, to + at, from + at, len);
+  });
 }
 
-void copy_bytes_to_host(const Kokkos::Cuda& space, void* dst, const void* src, std::size_t bytes) {
+void copy_bytes_to_host(const Kokkos::Cuda& space, void* dst, const void* src, std::size_t bytes, std::uint32_t* crc) {
+  if (crc) *crc = 0;
   if (bytes == 0) return;
   const cudaStream_t st = space.cuda_stream();
-  check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, st), "copy to host");
-  check(cudaStreamSynchronize(st), "copy to host sync");
+  if (bytes < kChunkedFrom) {
+    check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, st), "copy to host");
+    check(cudaStreamSynchronize(st), "copy to host sync");
+    if (crc) *crc = container::crc32c(dst, bytes);
+    return;
+  }
+  const int device = space.cuda_device();
+  const char* const from = static_cast<const char*>(src);
+  char* const to = static_cast<char*>(dst);
+  std::uint32_t crcs[kStagersToHost] = {};
+  std::size_t lens[kStagersToHost] = {};
+  split_ranges(bytes, kStagersToHost, kStagedToHost, device,
+               [device, st, to, from, crc, &crcs, &lens](int k, std::size_t at, std::size_t len) {
+                 lens[k] = len;
+                 stage_range_to_host(device, st, to + at, from + at, len, crc ? &crcs[k] : nullptr);
+               });
+  if (crc)
+    for (int k = 0; k < kStagersToHost; ++k) *crc = container::crc32c_combine(*crc, crcs[k], lens[k]);
 }
 
 }  // namespace ksz::cuda_spec

@@ -619,7 +619,7 @@ Result measure(const Space& space, const Field<Space, T>& f, const Options& opt,
   r.extra.push_back({"huffman_subchunk", std::to_string(opt.huffman_subchunk)});
   const Kokkos::View<const T*, Mem> in = f.data;
   Kokkos::View<T*, Mem> out;  // empty: the first decompress allocates it (and is counted)
-  std::vector<std::uint8_t> stream;
+  Bytes stream;
   Report rc0;
 
   // Warm-up, also the memory measurement: each call from a cold start, as the

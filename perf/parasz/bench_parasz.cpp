@@ -85,7 +85,7 @@ const char* category(const std::string& stage) {
 struct Run {
   std::map<std::string, double> cat;  // median seconds per category
   double total = 0;
-  std::vector<std::uint8_t> stream;
+  Bytes stream;
 };
 
 Run run(const std::vector<std::uint8_t>& raw, DType t, const Dims& d, Options opt, int reps) {
@@ -156,7 +156,7 @@ int bench(const Args& a) {
               cpu_baseline::default_wait_mode() == cpu_baseline::WaitMode::Spin ? "spin" : "condvar");
   std::printf("%7s %10s %14s %10s %10s %10s %8s %9s %7s %6s\n", "threads", "transform", "predict+quant", "huffman",
               "other", "total", "MB/s", "speedup", "eff", "same");
-  std::vector<std::uint8_t> ref;
+  Bytes ref;
   double t1 = 0, pq1 = 0;
   for (auto th : a.threads) {
     opt.threads = std::uint32_t(th);

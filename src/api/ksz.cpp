@@ -24,7 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 template <class T, class ExecSpace>
-std::vector<std::uint8_t> compress_on(const ExecSpace& space, const void* data, const Dims& dims,
+Bytes compress_on(const ExecSpace& space, const void* data, const Dims& dims,
                                       const Options& opt, Report* report) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint64_t n = dims.count();
@@ -113,7 +113,10 @@ void decompress_on(const ExecSpace& space, const container::Parsed& parsed, Fiel
                                        "' is not supported by this ksz"));
   }
   const auto t0 = Clock::now();
-  resize_huge(field.bytes, out.extent(0) * sizeof(T));
+  // Fresh memory from the device: the copy's eight threads fault its pages
+  // in as they write them (perf/probe/gather_host.cu: 28 against 128 ms for
+  // 512 MiB, which a zeroed vector and the driver's copy took).
+  resize_huge(field.bytes, out.extent(0) * sizeof(T), !cuda_spec::kBulkCopyMem<Mem>);
   if constexpr (cuda_spec::kBulkCopyMem<Mem>) {
 #if defined(KSZ_HAVE_CUDA)
     cuda_spec::copy_bytes_to_host(space, field.bytes.data(), out.data(), field.bytes.size());  // after the decode
@@ -132,7 +135,7 @@ bool is_classic(const Options& opt) { return opt.classic || opt.predictor == Pre
 // The classic (ParaSZ) pipeline is a CPU pipeline: it runs on the host
 // whatever the backend (its threads are its own, see cpu_baseline/).
 template <class T>
-std::vector<std::uint8_t> compress_classic(const void* data, const Dims& dims, const Options& opt, Report* report) {
+Bytes compress_classic(const void* data, const Dims& dims, const Options& opt, Report* report) {
   using Host = Kokkos::DefaultHostExecutionSpace;
   Options o = opt;
   o.predictor = PredictorId::ClassicLorenzo;
@@ -218,8 +221,7 @@ void validate(DType dtype, const Dims& dims, const Options& opt) {
               huffman::kMaxRuns, " runs");
 }
 
-std::vector<std::uint8_t> compress(const void* data, DType dtype, const Dims& dims, const Options& opt,
-                                   Report* report) {
+Bytes compress(const void* data, DType dtype, const Dims& dims, const Options& opt, Report* report) {
   validate(dtype, dims, opt);
   KSZ_EXPECTS(data != nullptr, "null input buffer");
   const auto t0 = Clock::now();
@@ -227,7 +229,7 @@ std::vector<std::uint8_t> compress(const void* data, DType dtype, const Dims& di
     *report = Report{};
     report->backend = resolve_backend(opt.backend);
   }
-  std::vector<std::uint8_t> out;
+  Bytes out;
   if (is_classic(opt)) {
     if (report) report->backend = host_backend();
     out = dtype == DType::F64 ? compress_classic<double>(data, dims, opt, report)

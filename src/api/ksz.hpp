@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "src/core/backends.hpp"
+#include "src/core/bytes.hpp"
 #include "src/core/error.hpp"
 #include "src/core/types.hpp"
 
@@ -70,13 +71,12 @@ struct Report {
 
 // Compresses `data` (dims.count() elements of dtype, fastest dimension first).
 // Throws InvalidInput for bad arguments, before any work.
-std::vector<std::uint8_t> compress(const void* data, DType dtype, const Dims& dims, const Options& opt,
-                                   Report* report = nullptr);
+Bytes compress(const void* data, DType dtype, const Dims& dims, const Options& opt, Report* report = nullptr);
 
 struct Field {
   DType dtype = DType::F32;
   Dims dims;
-  std::vector<std::uint8_t> bytes;  // dims.count() * dtype_size(dtype)
+  Bytes bytes;  // dims.count() * dtype_size(dtype)
 };
 
 // Decompresses a whole stream. Throws CorruptStream for anything not a valid

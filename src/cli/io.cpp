@@ -11,13 +11,13 @@
 
 namespace ksz::cli {
 
-std::vector<std::uint8_t> read_file(const std::string& path) {
+Bytes read_file(const std::string& path) {
   struct stat st {};
   KSZ_EXPECTS(::stat(path.c_str(), &st) == 0, "cannot open '", path, "': ", std::strerror(errno));
   KSZ_EXPECTS(S_ISREG(st.st_mode), "'", path, "' is not a regular file");
   std::FILE* f = std::fopen(path.c_str(), "rb");
   KSZ_EXPECTS(f != nullptr, "cannot open '", path, "': ", std::strerror(errno));
-  std::vector<std::uint8_t> buf = huge_page_bytes(static_cast<std::size_t>(st.st_size));
+  Bytes buf = huge_page_bytes(static_cast<std::size_t>(st.st_size));
   const std::size_t got = buf.empty() ? 0 : std::fread(buf.data(), 1, buf.size(), f);
   const bool err = std::ferror(f);
   std::fclose(f);

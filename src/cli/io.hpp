@@ -4,9 +4,11 @@
 #include <string>
 #include <vector>
 
+#include "src/core/bytes.hpp"
+
 namespace ksz::cli {
 
-std::vector<std::uint8_t> read_file(const std::string& path);  // throws InvalidInput
+Bytes read_file(const std::string& path);  // throws InvalidInput
 
 // Writes to a temporary name beside `path` and renames on success, so a
 // failed run never leaves a half-written output behind.

@@ -140,13 +140,13 @@ bool print_summary(const Report& c, const cli::Quality& q, std::uint64_t n) {
 }
 
 template <class T>
-std::vector<std::uint8_t> generate_on(Backend b, const generate::FieldSpec& spec) {
+Bytes generate_on(Backend b, const generate::FieldSpec& spec) {
   return with_backend(b, [&](auto space) {
     using Space = decltype(space);
     const std::uint64_t n = spec.n0 * spec.n1 * spec.n2;
     Kokkos::View<T*, typename Space::memory_space> dev("ksz::generated", n);
     generate::fill<Space, T>(space, spec, dev);
-    std::vector<std::uint8_t> out = huge_page_bytes(n * sizeof(T));
+    Bytes out = huge_page_bytes(n * sizeof(T));
     Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(
         reinterpret_cast<T*>(out.data()), n);
     Kokkos::deep_copy(h, dev);
@@ -154,8 +154,7 @@ std::vector<std::uint8_t> generate_on(Backend b, const generate::FieldSpec& spec
   });
 }
 
-std::vector<std::uint8_t> generate_field(Backend b, DType t, const Dims& d, generate::Kind kind,
-                                         std::uint32_t seed) {
+Bytes generate_field(Backend b, DType t, const Dims& d, generate::Kind kind, std::uint32_t seed) {
   const Shape3 s = effective_shape(d);
   generate::FieldSpec spec{kind, seed, s.n[0], s.n[1], s.n[2]};
   return t == DType::F64 ? generate_on<double>(b, spec) : generate_on<float>(b, spec);
@@ -284,7 +283,7 @@ int run(int argc, char** argv) {
     KSZ_EXPECTS(raw.size() == dd.count() * dtype_size(t), "'", in, "' has ", raw.size(), " bytes; ",
                 dd.str(), " ", to_string(t), " needs ", dd.count() * dtype_size(t));
     Report rc;
-    std::vector<std::uint8_t> stream;
+    Bytes stream;
     {
       Progress p("compressing");
       stream = compress(raw.data(), t, dd, opt, &rc);
@@ -326,7 +325,7 @@ int run(int argc, char** argv) {
     const DType t = parse_dtype(dtype);
     const Dims dd = parse_dims(dims);
     validate(t, dd, Options{});
-    std::vector<std::uint8_t> bytes;
+    Bytes bytes;
     {
       Progress p("generating");
       bytes = generate_field(backend, t, dd, parse_kind(kind), seed);
@@ -360,13 +359,13 @@ int run(int argc, char** argv) {
     std::printf("ksz %s\n", version_string().c_str());
     std::printf("generated %s field %s f32 (fBm value noise, seed 1), REL bound %g\n", kind.c_str(),
                 dd.str().c_str(), bound);
-    std::vector<std::uint8_t> raw;
+    Bytes raw;
     {
       Progress p("generating");
       raw = generate_field(backend, DType::F32, dd, parse_kind(kind), 1);
     }
     Report rc, rd;
-    std::vector<std::uint8_t> stream;
+    Bytes stream;
     Field f;
     {
       Progress p("compressing");

@@ -143,6 +143,42 @@ std::uint32_t crc32c_threads(const void* data, std::size_t size, std::uint32_t c
   return ~(mult_mod(x8n_mod(last), r) ^ regs[threads - 1]);
 }
 
+std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t len_b) {
+  // With registers: crc(A B) = ~(~crc(A) x^(8|B|) + B's register from 0), and
+  // crc(B) = ~(~0 x^(8|B|) + B's from 0); the ~0 terms cancel (linearity).
+  return len_b == 0 ? crc_a : mult_mod(x8n_mod(len_b), crc_a) ^ crc_b;
+}
+
+std::uint32_t copy_crc32c_one(void* dst, const void* src, std::size_t size, std::uint32_t crc) {
+  constexpr std::size_t kPiece = std::size_t(256) << 10;  // copied, then read again from cache
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  for (std::size_t at = 0; at < size; at += kPiece) {
+    const std::size_t len = std::min(kPiece, size - at);
+    std::memcpy(d + at, s + at, len);
+    crc = crc32c_one(d + at, len, crc);
+  }
+  return crc;
+}
+
+std::uint32_t copy_crc32c(void* dst, const void* src, std::size_t size, std::uint32_t crc) {
+  if (size < 2 * kCrcThreadBytes) return copy_crc32c_one(dst, src, size, crc);
+  static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t threads = std::min<std::size_t>({kCopyMaxThreads, hw, size / kCrcThreadBytes});
+  if (threads < 2) return copy_crc32c_one(dst, src, size, crc);
+  // Range k's CRC from 0 (the first continues crc), joined in order.
+  const std::size_t per = size / threads / 4096 * 4096, last = size - (threads - 1) * per;
+  auto* d = static_cast<unsigned char*>(dst);
+  const auto* s = static_cast<const unsigned char*>(src);
+  std::vector<std::uint32_t> crcs(threads);
+  split_threads(threads, [&](std::size_t k) {
+    crcs[k] = copy_crc32c_one(d + k * per, s + k * per, k + 1 == threads ? last : per, k == 0 ? crc : 0u);
+  });
+  std::uint32_t r = crcs[0];
+  for (std::size_t k = 1; k < threads; ++k) r = crc32c_combine(r, crcs[k], k + 1 == threads ? last : per);
+  return r;
+}
+
 std::uint32_t crc32c_portable(const void* data, std::size_t size, std::uint32_t crc) {
   const auto& t = tables().t;
   const auto* p = static_cast<const unsigned char*>(data);

@@ -19,7 +19,7 @@ constexpr std::uint32_t kMaxSegments = 4096;
 
 class Writer {
  public:
-  std::vector<std::uint8_t> buf;
+  Bytes buf;
   template <class T>
   void put(T v) {
     std::uint8_t b[sizeof(T)];
@@ -169,7 +169,7 @@ std::vector<std::uint32_t> Header::u32s(Param k, std::size_t count) const {
   return v;
 }
 
-std::vector<std::uint8_t> write(const Header& h, const std::vector<Segment>& segments) {
+Bytes write(const Header& h, const std::vector<Segment>& segments) {
   Writer body;
   encode_header_body(body, h);
   KSZ_EXPECTS(body.buf.size() <= kMaxHeaderBytes, "header too large");
@@ -192,46 +192,41 @@ std::vector<std::uint8_t> write(const Header& h, const std::vector<Segment>& seg
   Writer w;
   w.buf.reserve(total);
   advise_huge_pages(w.buf.data(), total);  // a stream of hundreds of MiB: its page faults were most of this call
-  prefault(w.buf.data(), total);
   w.bytes(kMagic, sizeof kMagic);
   w.put<std::uint16_t>(kFormatMajor);
   w.put<std::uint16_t>(minor);
   w.put<std::uint32_t>(static_cast<std::uint32_t>(body.buf.size()));
   w.bytes(body.buf.data(), body.buf.size());
   w.put<std::uint32_t>(static_cast<std::uint32_t>(segments.size()));
-  // A filled segment's checksum is known once its bytes are in place: its
-  // table entry, then the header's checksum, are patched after the data.
+  // The checksums are known once the bytes are in place (each segment's is
+  // worked out as it is copied or filled): the table's entries, then the
+  // header's checksum, are patched after the data.
   std::vector<std::size_t> crc_at;  // each segment's checksum's place in the table
   for (const auto& s : segments) {
     w.put<std::uint16_t>(static_cast<std::uint16_t>(s.id));
     w.put<std::uint16_t>(0);
     crc_at.push_back(w.buf.size());
-    w.put<std::uint32_t>(s.fill ? 0u : crc32c(s.data, s.size));
+    w.put<std::uint32_t>(0u);
     w.put<std::uint64_t>(offset);
     w.put<std::uint64_t>(s.size);
     w.put<std::uint64_t>(0);
     offset += s.size;
   }
   const std::size_t head = w.buf.size();
-  w.put<std::uint32_t>(crc32c(w.buf.data(), head));
-  bool filled = false;
+  w.put<std::uint32_t>(0u);
+  // The segments' bytes are not zeroed first (Bytes): each is written once,
+  // its pages faulted in by the threads that write it.
+  std::size_t at = w.buf.size();
+  w.buf.resize(total);
   for (std::size_t k = 0; k < segments.size(); ++k) {
     const Segment& s = segments[k];
-    if (!s.fill) {
-      w.bytes(s.data, s.size);
-      continue;
-    }
-    const std::size_t at = w.buf.size();
-    w.buf.resize(at + s.size);
-    if (s.size > 0) s.fill(w.buf.data() + at);
-    const std::uint32_t c = crc32c(w.buf.data() + at, s.size);
+    std::uint32_t c = 0;
+    if (s.size > 0) c = s.fill ? s.fill(w.buf.data() + at) : copy_crc32c(w.buf.data() + at, s.data, s.size);
     std::memcpy(w.buf.data() + crc_at[k], &c, sizeof c);
-    filled = true;
+    at += s.size;
   }
-  if (filled) {
-    const std::uint32_t c = crc32c(w.buf.data(), head);
-    std::memcpy(w.buf.data() + head, &c, sizeof c);
-  }
+  const std::uint32_t c = crc32c(w.buf.data(), head);
+  std::memcpy(w.buf.data() + head, &c, sizeof c);
   return std::move(w.buf);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "src/core/bytes.hpp"
 #include "src/core/types.hpp"
 
 namespace ksz::container {
@@ -93,10 +94,10 @@ struct Header {
   std::vector<std::uint32_t> u32s(Param k, std::size_t count) const;
 };
 
-// Writes a segment's size bytes at dst, its place in the stream being built:
-// bytes that are not in host memory (a device's) go there with no host copy
-// in between.
-using SegmentFill = std::function<void(std::uint8_t* dst)>;
+// Writes a segment's size bytes at dst, its place in the stream being built,
+// and returns their CRC-32C (crc32c): bytes that are not in host memory (a
+// device's) go there with no host copy in between, checksummed as they land.
+using SegmentFill = std::function<std::uint32_t(std::uint8_t* dst)>;
 
 struct Segment {
   SegmentId id;
@@ -106,7 +107,7 @@ struct Segment {
 };
 
 // Serializes header + segments into one stream.
-std::vector<std::uint8_t> write(const Header& h, const std::vector<Segment>& segments);
+Bytes write(const Header& h, const std::vector<Segment>& segments);
 
 struct Parsed {
   Header header;

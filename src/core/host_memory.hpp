@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "src/core/bytes.hpp"
+
 namespace ksz {
 
 // Huge pages for the whole 2 MiB pages inside [p, p + bytes), where the
@@ -23,23 +25,26 @@ void advise_huge_pages(void* p, std::size_t bytes);
 // written: a kernel call, not an access.
 void prefault(void* p, std::size_t bytes);
 
-// v resized to `size` (new bytes zeroed), huge pages asked for and the pages
-// faulted in first where its storage is new.
-inline void resize_huge(std::vector<std::uint8_t>& v, std::size_t size) {
+// v resized to `size` (new bytes zeroed for a std::vector, not for Bytes), huge pages asked for
+// where its storage is new, and its pages faulted in first where `populate`
+// (for a writer that fills it on one thread, as a file read does; writers on
+// several threads fault their own pages faster: perf/probe/gather_host.cu).
+template <class A>
+void resize_huge(std::vector<std::uint8_t, A>& v, std::size_t size, bool populate = true) {
   if (size > v.capacity()) {
-    std::vector<std::uint8_t> fresh;
+    std::vector<std::uint8_t, A> fresh;
     fresh.reserve(size);
     advise_huge_pages(fresh.data(), size);
-    prefault(fresh.data(), size);
+    if (populate) prefault(fresh.data(), size);
     fresh.assign(v.begin(), v.end());
     v.swap(fresh);
   }
   v.resize(size);
 }
-// A byte vector of `size` zeroed bytes, huge pages asked for first.
-inline std::vector<std::uint8_t> huge_page_bytes(std::size_t size) {
-  std::vector<std::uint8_t> v;
-  resize_huge(v, size);
+// `size` bytes, not zeroed, as resize_huge leaves them.
+inline Bytes huge_page_bytes(std::size_t size, bool populate = true) {
+  Bytes v;
+  resize_huge(v, size, populate);
   return v;
 }
 

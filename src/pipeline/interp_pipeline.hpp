@@ -18,7 +18,7 @@ struct InterpPipeline {
 
   // `in` holds dims.count() values. Options must have passed validate().
   template <class T>
-  static std::vector<std::uint8_t> compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
+  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
                                             const Dims& dims, const Options& opt, Report* report);
 
   // Decodes a parsed stream (header dtype must match T) into `out`.

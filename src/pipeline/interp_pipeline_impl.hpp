@@ -181,7 +181,7 @@ bool range_and_profile(const ExecSpace& space, Kokkos::View<const T*, typename E
 
 template <class ExecSpace>
 template <class T>
-std::vector<std::uint8_t> InterpPipeline<ExecSpace>::compress(const ExecSpace& space,
+Bytes InterpPipeline<ExecSpace>::compress(const ExecSpace& space,
                                                              Kokkos::View<const T*, Mem> in, const Dims& dims,
                                                              const Options& opt, Report* report) {
   using namespace impl;

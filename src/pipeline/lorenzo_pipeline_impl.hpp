@@ -49,7 +49,7 @@ inline lorenzo::Geometry geometry(const Dims& dims, const std::uint32_t c[3]) {
 
 template <class ExecSpace>
 template <class T>
-std::vector<std::uint8_t> LorenzoPipeline<ExecSpace>::compress(const ExecSpace& space,
+Bytes LorenzoPipeline<ExecSpace>::compress(const ExecSpace& space,
                                                               Kokkos::View<const T*, Mem> in, const Dims& dims,
                                                               const Options& opt, Report* report) {
   using namespace impl;

@@ -23,6 +23,7 @@
 #include "portable/quantize/outliers.hpp"
 #include "portable/quantize/prequant.hpp"
 #include "src/api/ksz.hpp"
+#include "src/container/checksum.hpp"
 #include "src/container/container.hpp"
 #include "src/core/error.hpp"
 #include "src/core/host_memory.hpp"
@@ -256,26 +257,31 @@ Kokkos::View<double*, Kokkos::Cuda::memory_space> queue_value_range(
 #endif
 
 // The first `bytes` bytes of v to host memory at dst, after everything
-// queued anywhere (as deep_copy; from CUDA memory the driver's pageable copy,
-// cuda_spec::copy_bytes_to_host).
+// queued anywhere (as deep_copy; from CUDA memory through pinned chunks on
+// several host threads, cuda_spec::copy_bytes_to_host), and their CRC-32C
+// where crc is given.
 template <class V, class Mem>
-void copy_to_host(Kokkos::View<V*, Mem> v, std::uint8_t* dst, std::uint64_t bytes) {
+void copy_to_host(Kokkos::View<V*, Mem> v, std::uint8_t* dst, std::uint64_t bytes, std::uint32_t* crc = nullptr) {
+  if (crc) *crc = 0;
   if (bytes == 0) return;
   if constexpr (cuda_spec::kBulkCopyMem<Mem>) {
 #if defined(KSZ_HAVE_CUDA)
     Kokkos::fence();
-    cuda_spec::copy_bytes_to_host(Kokkos::Cuda(), dst, v.data(), bytes);
+    cuda_spec::copy_bytes_to_host(Kokkos::Cuda(), dst, v.data(), bytes, crc);
 #endif
   } else {
     const std::uint64_t count = bytes / sizeof(V);
     Kokkos::View<V*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> h(reinterpret_cast<V*>(dst), count);
     Kokkos::deep_copy(h, Kokkos::subview(v, std::make_pair(std::uint64_t(0), count)));
+    if (crc) *crc = container::crc32c(dst, bytes);
   }
 }
 
+// (A zeroed std::vector: these are small, and callers keep them as such.)
 template <class V, class Mem>
 std::vector<std::uint8_t> to_host_bytes(Kokkos::View<V*, Mem> v, std::uint64_t count) {
-  std::vector<std::uint8_t> out = huge_page_bytes(count * sizeof(V));
+  std::vector<std::uint8_t> out;
+  resize_huge(out, count * sizeof(V));
   copy_to_host(v, out.data(), out.size());
   return out;
 }
@@ -293,7 +299,11 @@ container::Segment stream_segment(container::SegmentId id, Kokkos::View<V*, Mem>
   if constexpr (kHostMem<Mem>)
     return {id, reinterpret_cast<const std::uint8_t*>(v.data()), bytes};
   else
-    return {id, nullptr, bytes, [v, bytes](std::uint8_t* dst) { copy_to_host(v, dst, bytes); }};
+    return {id, nullptr, bytes, [v, bytes](std::uint8_t* dst) {
+              std::uint32_t crc = 0;
+              copy_to_host(v, dst, bytes, &crc);
+              return crc;
+            }};
 }
 
 // A segment's bytes that a function hands to its caller's container::write:

@@ -24,7 +24,7 @@ void append_stages(Report* to, const Report& from, const char* prefix) {
 
 template <class ExecSpace>
 template <class T>
-std::vector<std::uint8_t> PwRelPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
+Bytes PwRelPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
                                                             const Dims& dims, const Options& opt, Report* report) {
   using namespace impl;
   const std::uint64_t n = dims.count();
@@ -63,7 +63,7 @@ std::vector<std::uint8_t> PwRelPipeline<ExecSpace>::compress(const ExecSpace& sp
   const std::uint64_t want = std::min<std::uint64_t>(n / 64, classic ? 32768 : 4096);
   io.radius = std::max<std::uint32_t>(fixed_radius(opt), static_cast<std::uint32_t>(want));
   Report ir, dr;
-  std::vector<std::uint8_t> inner;
+  Bytes inner;
   Kokkos::View<double*, Mem> yr;
   if (classic) {
     if constexpr (host_accessible<Mem>()) {
@@ -192,9 +192,9 @@ void PwRelPipeline<ExecSpace>::decompress(const ExecSpace& space, const containe
 
 #define KSZ_INSTANTIATE_PWREL(Space)                                                                         \
   template struct PwRelPipeline<Space>;                                                                      \
-  template std::vector<std::uint8_t> PwRelPipeline<Space>::compress<float>(                                  \
+  template Bytes PwRelPipeline<Space>::compress<float>(                                  \
       const Space&, Kokkos::View<const float*, Space::memory_space>, const Dims&, const Options&, Report*);  \
-  template std::vector<std::uint8_t> PwRelPipeline<Space>::compress<double>(                                 \
+  template Bytes PwRelPipeline<Space>::compress<double>(                                 \
       const Space&, Kokkos::View<const double*, Space::memory_space>, const Dims&, const Options&, Report*); \
   template void PwRelPipeline<Space>::decompress<float>(const Space&, const container::Parsed&,             \
                                                         Kokkos::View<float*, Space::memory_space>&, Report*); \

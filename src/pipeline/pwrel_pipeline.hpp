@@ -23,7 +23,7 @@ struct PwRelPipeline {
   // opt.mode must be PW_REL with 0 < opt.bound < 1; opt.predictor Lorenzo, or
   // ClassicLorenzo (host spaces only; use Kokkos::DefaultHostExecutionSpace).
   template <class T>
-  static std::vector<std::uint8_t> compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
+  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
                                             const Dims& dims, const Options& opt, Report* report);
 
   template <class T>

@@ -13,7 +13,7 @@ namespace ksz::test {
 struct Parts {
   container::Header h;
   std::vector<std::pair<container::SegmentId, std::vector<std::uint8_t>>> segs;
-  std::vector<std::uint8_t> write() const {
+  Bytes write() const {
     std::vector<container::Segment> v;
     for (const auto& s : segs) v.push_back({s.first, s.second.data(), s.second.size()});
     return container::write(h, v);
@@ -41,7 +41,8 @@ struct Parts {
   }
 };
 
-inline Parts split(const std::vector<std::uint8_t>& s) {
+template <class Stream>  // a std::vector or Bytes
+Parts split(const Stream& s) {
   const auto p = container::read(s.data(), s.size());
   Parts out{p.header, {}};
   for (const auto& seg : p.segments)

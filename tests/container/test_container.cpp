@@ -17,7 +17,7 @@ namespace {
 using container::Param;
 using container::SegmentId;
 
-std::vector<std::uint8_t> sample_stream() {
+Bytes sample_stream() {
   const Dims d = dims_of({40, 20, 6});
   const auto in = make_field<float>(Pattern::Noisy, d);
   Options opt;
@@ -85,6 +85,38 @@ TEST(Crc32c, ThreadedPiecesJoin) {
   EXPECT_EQ(container::crc32c(big.data(), big.size()), container::crc32c_portable(big.data(), big.size()));
 }
 
+// The CRC of a concatenation from its parts' CRCs, and the copy that
+// checksums as it goes (on threads past the threshold, from 0 and
+// continued): equal to the table reference, the bytes equal to the source.
+TEST(Crc32c, CombineAndCopy) {
+  const std::size_t unit = container::kCrcThreadBytes;
+  std::vector<unsigned char> src(5 * unit + 777), dst(src.size() + 16, 0);
+  std::uint64_t x = 0x2545F4914F6CDD1Dull;
+  for (auto& b : src) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = static_cast<unsigned char>(x >> 29);
+  }
+  for (std::size_t split : {std::size_t(0), std::size_t(1), std::size_t(7), std::size_t(4096), std::size_t(99999)}) {
+    const std::size_t len = 200000;
+    EXPECT_EQ(container::crc32c_combine(container::crc32c(src.data(), split), container::crc32c(src.data() + split, len),
+                                        len),
+              container::crc32c_portable(src.data(), split + len))
+        << split;
+  }
+  EXPECT_EQ(container::crc32c_combine(0x1234u, 0, 0), 0x1234u);
+  for (std::size_t len : {std::size_t(0), std::size_t(1), std::size_t(300001), 2 * unit - 1, 2 * unit + 5,
+                          5 * unit + 777}) {
+    for (std::uint32_t from : {0u, 0xCAFEF00Du}) {
+      std::fill(dst.begin(), dst.end(), 0);
+      const std::uint32_t got = container::copy_crc32c(dst.data() + 3, src.data(), len, from);
+      EXPECT_EQ(got, container::crc32c_portable(src.data(), len, from)) << len << " bytes from " << from;
+      EXPECT_TRUE(std::equal(src.begin(), src.begin() + len, dst.begin() + 3)) << len;
+      EXPECT_EQ(dst[2], 0);
+      EXPECT_EQ(dst[3 + len], 0);
+    }
+  }
+}
+
 // The host buffers' page hints change no byte: a buffer grown past the
 // prefault threshold keeps what it held and is zero beyond it, and
 // prefaulting memory already written leaves it as it was.
@@ -101,8 +133,14 @@ TEST(HostMemory, GrowthKeepsBytesAndZeroes) {
   for (std::size_t k = 0; k < size; k += 4093) v[k] = 0xA5;
   prefault(v.data(), v.size());
   for (std::size_t k = 0; k < size; k += 4093) ASSERT_EQ(v[k], 0xA5) << k;
-  const std::vector<std::uint8_t> z = huge_page_bytes(std::size_t(40) << 20);
-  EXPECT_EQ(std::count(z.begin(), z.end(), std::uint8_t(0)), static_cast<std::ptrdiff_t>(z.size()));
+  // Bytes grow the same way and keep what they held (what lies beyond is
+  // the caller's to write: not zeroed).
+  Bytes b(1000);
+  for (std::size_t k = 0; k < b.size(); ++k) b[k] = static_cast<std::uint8_t>(k * 5 + 3);
+  resize_huge(b, size, false);
+  ASSERT_EQ(b.size(), size);
+  for (std::size_t k = 0; k < 1000; ++k) ASSERT_EQ(b[k], static_cast<std::uint8_t>(k * 5 + 3)) << k;
+  EXPECT_EQ(huge_page_bytes(std::size_t(40) << 20).size(), std::size_t(40) << 20);
 }
 
 // A segment written by its fill (straight into the stream, its checksum and
@@ -116,7 +154,10 @@ TEST(Container, FilledSegmentsSameStream) {
   for (std::size_t k = 0; k < a.size(); ++k) a[k] = static_cast<std::uint8_t>(k * 13 + 5);
   for (std::size_t k = 0; k < b.size(); ++k) b[k] = static_cast<std::uint8_t>(k * 31 + 2);
   const auto fill = [](const std::vector<std::uint8_t>& v) {
-    return [&v](std::uint8_t* dst) { std::copy(v.begin(), v.end(), dst); };
+    return [&v](std::uint8_t* dst) {
+      std::copy(v.begin(), v.end(), dst);
+      return container::crc32c(v.data(), v.size());
+    };
   };
   const auto plain = container::write(h, {{SegmentId::SzxKinds, a.data(), a.size()},
                                           {SegmentId::SzxMidBytes, b.data(), b.size()},
@@ -216,7 +257,7 @@ TEST(Container, RejectsLyingHeaders) {
     edit(h, segs);
     return container::write(h, segs);
   };
-  std::vector<std::vector<std::uint8_t>> bad;
+  std::vector<Bytes> bad;
   bad.push_back(rewrite([](auto& h, auto&) { h.dims = dims_of({1u << 20, 1u << 20}); }));
   bad.push_back(rewrite([](auto& h, auto&) { h.dims = dims_of({41, 20, 6}); }));
   bad.push_back(rewrite([](auto& h, auto&) { h.set_u32(Param::Radius, 0); }));

@@ -64,7 +64,7 @@ std::vector<std::uint8_t> input_bytes(const Golden& g) {
   return b;
 }
 
-std::vector<std::uint8_t> compress_golden(const Golden& g, Backend b) {
+Bytes compress_golden(const Golden& g, Backend b) {
   Options opt;
   opt.mode = g.mode;
   opt.bound = g.bound;
@@ -77,7 +77,7 @@ std::vector<std::uint8_t> compress_golden(const Golden& g, Backend b) {
 
 std::string golden_path(const Golden& g) { return std::string(KSZ_SOURCE_DIR) + "/tests/golden/" + g.file; }
 
-std::vector<std::uint8_t> read_golden(const Golden& g) {
+Bytes read_golden(const Golden& g) {
   std::ifstream f(golden_path(g), std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }

@@ -13,8 +13,8 @@ const std::vector<std::vector<std::uint64_t>> kShapes = {
     {1}, {1, 1, 1}, {3, 1, 7}, {1023}, {257, 129}, {33, 17, 9}, {5, 6, 7, 3}, {1, 1, 4097}, {2, 300}, {300, 2, 3}};
 
 template <class T>
-std::vector<std::uint8_t> classic(const std::vector<T>& in, const Dims& d, ErrorMode m, double e,
-                                  std::uint32_t threads = 1, std::uint32_t width = 384, Report* rep = nullptr) {
+Bytes classic(const std::vector<T>& in, const Dims& d, ErrorMode m, double e,
+              std::uint32_t threads = 1, std::uint32_t width = 384, Report* rep = nullptr) {
   Options opt;
   opt.mode = m;
   opt.bound = e;

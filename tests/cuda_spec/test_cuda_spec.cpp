@@ -16,6 +16,7 @@
 #include "portable/histogram/histogram.hpp"
 #include "portable/lossless/lossless.hpp"
 #include "portable/predict/spline/spline.hpp"
+#include "src/container/checksum.hpp"
 #include "tests/common/fields.hpp"
 #include "tests/common/stream_parts.hpp"
 
@@ -288,14 +289,17 @@ TEST(CudaSpecializations, ValueRangeCounterLeftZeroed) {
 
 // The pinned bulk copies: every byte there and back, for sizes below the
 // chunked path's threshold, at it, and over several chunks with a partial
-// last one, from and to addresses of every alignment; bytes around the
-// destination range stay as they were.
+// last one (on every thread count, with a few bytes past a whole number of
+// chunks a thread), from and to addresses of every alignment; bytes around the
+// destination range stay as they were; the copy to the host's checksum (its
+// staging threads' pieces, joined) equals the table reference.
 TEST(CudaSpecializations, BulkCopiesEveryByte) {
   Kokkos::Cuda space;
   Lcg next{5};
   for (const std::size_t bytes : {std::size_t(1), std::size_t(4097), std::size_t(1) << 20,
                                   (std::size_t(1) << 20) + 3, std::size_t(3) * (8u << 20) + 12345,
-                                  std::size_t(7) * (8u << 20) + 1}) {
+                                  std::size_t(7) * (8u << 20) + 1, std::size_t(9) * (8u << 20) + 5,
+                                  std::size_t(64) << 20, (std::size_t(64) << 20) + 1, (std::size_t(64) << 20) + 3}) {
     for (const std::size_t skew : {std::size_t(0), std::size_t(3)}) {
       std::vector<unsigned char> src(bytes + skew), back(bytes + skew + 2, 0x5A);
       for (auto& b : src) b = static_cast<unsigned char>(next());
@@ -303,6 +307,11 @@ TEST(CudaSpecializations, BulkCopiesEveryByte) {
       cuda_spec::copy_bytes_to_device(space, d.data() + skew, src.data() + skew, bytes);
       cuda_spec::copy_bytes_to_host(space, back.data() + 1 + skew, d.data() + skew, bytes);
       EXPECT_EQ(std::memcmp(back.data() + 1 + skew, src.data() + skew, bytes), 0) << bytes << " bytes, skew " << skew;
+      std::fill(back.begin(), back.end(), 0x5A);
+      std::uint32_t crc = 1;
+      cuda_spec::copy_bytes_to_host(space, back.data() + 1 + skew, d.data() + skew, bytes, &crc);
+      EXPECT_EQ(std::memcmp(back.data() + 1 + skew, src.data() + skew, bytes), 0) << bytes << " bytes, skew " << skew;
+      EXPECT_EQ(crc, container::crc32c_portable(src.data() + skew, bytes)) << bytes << " bytes, skew " << skew;
       EXPECT_EQ(back[skew], 0x5A) << bytes << " bytes, skew " << skew;
       EXPECT_EQ(back[1 + skew + bytes], 0x5A) << bytes << " bytes, skew " << skew;
     }

@@ -110,9 +110,8 @@ TYPED_TEST(LosslessPipeline, SameBytesAsSerialAndMinorVersion) {
 }
 
 // Rebuilds a stream with its header and segments edited, checksums valid.
-std::vector<std::uint8_t> rewrite(const std::vector<std::uint8_t>& s,
-                                  const std::function<void(container::Header&)>& edit_header,
-                                  const std::function<void(std::vector<std::uint8_t>&)>& edit_words) {
+Bytes rewrite(const Bytes& s, const std::function<void(container::Header&)>& edit_header,
+              const std::function<void(std::vector<std::uint8_t>&)>& edit_words) {
   const container::Parsed p = container::read(s.data(), s.size());
   container::Header h = p.header;
   edit_header(h);
@@ -127,7 +126,7 @@ std::vector<std::uint8_t> rewrite(const std::vector<std::uint8_t>& s,
 }
 
 template <class F>
-void expect_corrupt_or_field(const std::vector<std::uint8_t>& s, Backend b, std::uint64_t n, F&& what) {
+void expect_corrupt_or_field(const Bytes& s, Backend b, std::uint64_t n, F&& what) {
   try {
     const Field f = decompress(s.data(), s.size(), b);
     EXPECT_EQ(f.dims.count(), n) << what();

@@ -528,7 +528,7 @@ TYPED_TEST(InterpPipeline, FineTilesEqualPasses) {
     }
 }
 
-container::Header header_of(const std::vector<std::uint8_t>& s) { return container::read(s.data(), s.size()).header; }
+container::Header header_of(const Bytes& s) { return container::read(s.data(), s.size()).header; }
 
 // The trial's two configurations in one launch (FineTiles::variant_from):
 // the variant's items read the input of the first ones and predict with

@@ -30,8 +30,8 @@ constexpr DType dt() {
 }
 
 template <class T>
-std::vector<std::uint8_t> szx_round_trip(Backend b, const std::vector<T>& in, const Dims& d, ErrorMode mode,
-                                         double bound, std::uint32_t block, Report* rep_out = nullptr) {
+Bytes szx_round_trip(Backend b, const std::vector<T>& in, const Dims& d, ErrorMode mode, double bound,
+                     std::uint32_t block, Report* rep_out = nullptr) {
   Options opt;
   opt.predictor = PredictorId::SZx;
   opt.mode = mode;
@@ -250,7 +250,7 @@ TYPED_TEST(Szx, TeamLayoutSameBytes) {
     for (std::uint32_t block : {1u, 33u, 128u, 1024u})
       for (double e : {1e-4}) {
         SCOPED_TRACE(name(p));
-        std::vector<std::uint8_t> thread32, team32, thread64, team64;
+        Bytes thread32, team32, thread64, team64;
         {
           LayoutEnv env("thread");
           thread32 = szx_round_trip<float>(b, in, d, ErrorMode::REL, e, block);
@@ -424,7 +424,8 @@ std::vector<T> pinned_input() {
   return v;
 }
 
-std::uint64_t fnv1a(const std::vector<std::uint8_t>& s) {
+template <class Stream>
+std::uint64_t fnv1a(const Stream& s) {
   std::uint64_t h = 14695981039346656037ull;
   for (std::uint8_t c : s) h = (h ^ c) * 1099511628211ull;
   return h;
