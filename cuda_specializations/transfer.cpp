@@ -28,11 +28,14 @@ namespace ksz::cuda_spec {
 namespace {
 using launch::check;
 
-// Chunks a staging thread cycles through, and their size: three of 4 MiB keep
-// the copy engine busy while the thread copies the next (4 MiB move in about
-// 0.1 ms over PCIe 5).
-constexpr int kDepth = 3;
-constexpr std::size_t kChunk = std::size_t(4) << 20;
+// Chunks a staging thread cycles through, and their size: two of 2 MiB keep
+// the copy engine ahead of the thread (2 MiB move in about 0.05 ms over PCIe
+// 5, against 0.2-0.5 ms for the thread's copy of them). Pinned memory costs
+// about 0.35 ms a MiB to make on the H200 host, once a process
+// (perf/probe/pinned_alloc.cu): three of 4 MiB a thread, eight threads, took
+// a one-shot CLI process about 35 ms.
+constexpr int kDepth = 2;
+constexpr std::size_t kChunk = std::size_t(2) << 20;
 // Staging threads of one copy (the caller and kept host workers), and the
 // bytes each must have at least: to the device four, to the host eight (its
 // threads also fault in fresh pages and checksum: 12 against 20 ms for four).
