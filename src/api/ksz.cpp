@@ -24,8 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 template <class T, class ExecSpace>
-Bytes compress_on(const ExecSpace& space, const void* data, const Dims& dims,
-                                      const Options& opt, Report* report) {
+Bytes compress_on(const ExecSpace& space, const void* data, const Dims& dims, const Options& opt, Report* report) {
   using Mem = typename ExecSpace::memory_space;
   const std::uint64_t n = dims.count();
   Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>> host(

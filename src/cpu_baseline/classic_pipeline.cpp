@@ -214,8 +214,7 @@ ClassicConfig config_from(const Options& opt) {
 }
 
 template <class T>
-Bytes classic_compress(const T* data, const Dims& dims, const Options& opt, Report* report,
-                                           T* recon) {
+Bytes classic_compress(const T* data, const Dims& dims, const Options& opt, Report* report, T* recon) {
   using namespace pipeline::impl;
   KSZ_EXPECTS(opt.mode == ErrorMode::ABS || opt.mode == ErrorMode::REL, "classic: mode must be abs or rel");
   KSZ_EXPECTS(opt.check_width >= 1, "check width must be at least 1");
@@ -419,10 +418,8 @@ void classic_decompress(const container::Parsed& s, T* out, unsigned threads, Re
   pipeline::impl::report_decoded<T>(report, h, n, n_unpred);
 }
 
-template Bytes classic_compress<float>(const float*, const Dims&, const Options&, Report*,
-                                                           float*);
-template Bytes classic_compress<double>(const double*, const Dims&, const Options&, Report*,
-                                                            double*);
+template Bytes classic_compress<float>(const float*, const Dims&, const Options&, Report*, float*);
+template Bytes classic_compress<double>(const double*, const Dims&, const Options&, Report*, double*);
 template void classic_decompress<float>(const container::Parsed&, float*, unsigned, Report*);
 template void classic_decompress<double>(const container::Parsed&, double*, unsigned, Report*);
 

@@ -42,8 +42,7 @@ void set_wait_mode(WaitMode m);  // for the benchmark
 // null it receives the decompressed field (what classic_decompress returns),
 // which the PW_REL wrapper checks without a second pass.
 template <class T>
-Bytes classic_compress(const T* data, const Dims& dims, const Options& opt, Report* report,
-                                           T* recon = nullptr);
+Bytes classic_compress(const T* data, const Dims& dims, const Options& opt, Report* report, T* recon = nullptr);
 
 // Decodes a classic stream (predictor ClassicLorenzo, ABS/REL) into out
 // (dims.count() values). Throws CorruptStream on any inconsistency.

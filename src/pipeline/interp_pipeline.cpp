@@ -4,10 +4,10 @@
 namespace ksz::pipeline {
 #define KSZ_INSTANTIATE_INTERP(Space)                                                                  \
   template struct InterpPipeline<Space>;                                                               \
-  template Bytes InterpPipeline<Space>::compress<float>(                           \
+  template Bytes InterpPipeline<Space>::compress<float>(                                              \
       const Space&, Kokkos::View<const float*, Space::memory_space>, const Dims&, const Options&,     \
       Report*);                                                                                         \
-  template Bytes InterpPipeline<Space>::compress<double>(                          \
+  template Bytes InterpPipeline<Space>::compress<double>(                                             \
       const Space&, Kokkos::View<const double*, Space::memory_space>, const Dims&, const Options&,    \
       Report*);                                                                                         \
   template void InterpPipeline<Space>::decompress<float>(const Space&, const container::Parsed&,      \

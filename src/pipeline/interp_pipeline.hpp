@@ -18,8 +18,8 @@ struct InterpPipeline {
 
   // `in` holds dims.count() values. Options must have passed validate().
   template <class T>
-  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
-                                            const Dims& dims, const Options& opt, Report* report);
+  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims, const Options& opt,
+                        Report* report);
 
   // Decodes a parsed stream (header dtype must match T) into `out`.
   template <class T>

@@ -181,9 +181,8 @@ bool range_and_profile(const ExecSpace& space, Kokkos::View<const T*, typename E
 
 template <class ExecSpace>
 template <class T>
-Bytes InterpPipeline<ExecSpace>::compress(const ExecSpace& space,
-                                                             Kokkos::View<const T*, Mem> in, const Dims& dims,
-                                                             const Options& opt, Report* report) {
+Bytes InterpPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims,
+                                          const Options& opt, Report* report) {
   using namespace impl;
   const std::uint64_t n = dims.count();
   KSZ_EXPECTS(in.extent(0) == n, "input has ", in.extent(0), " elements, dims say ", n);

@@ -4,10 +4,10 @@
 namespace ksz::pipeline {
 #define KSZ_INSTANTIATE_LORENZO(Space)                                                                  \
   template struct LorenzoPipeline<Space>;                                                               \
-  template Bytes LorenzoPipeline<Space>::compress<float>(                           \
+  template Bytes LorenzoPipeline<Space>::compress<float>(                                             \
       const Space&, Kokkos::View<const float*, Space::memory_space>, const Dims&, const Options&,     \
       Report*);                                                                                         \
-  template Bytes LorenzoPipeline<Space>::compress<double>(                          \
+  template Bytes LorenzoPipeline<Space>::compress<double>(                                            \
       const Space&, Kokkos::View<const double*, Space::memory_space>, const Dims&, const Options&,    \
       Report*);                                                                                         \
   template void LorenzoPipeline<Space>::decompress<float>(const Space&, const container::Parsed&,      \

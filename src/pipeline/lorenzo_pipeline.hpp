@@ -19,8 +19,8 @@ struct LorenzoPipeline {
 
   // `in` holds dims.count() values. Options must have passed validate().
   template <class T>
-  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
-                                            const Dims& dims, const Options& opt, Report* report);
+  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims, const Options& opt,
+                        Report* report);
 
   // Decodes a parsed stream (header dtype must match T) into `out`: reused
   // when it already holds the element count (contiguous), else allocated.

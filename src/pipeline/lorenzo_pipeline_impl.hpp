@@ -49,9 +49,8 @@ inline lorenzo::Geometry geometry(const Dims& dims, const std::uint32_t c[3]) {
 
 template <class ExecSpace>
 template <class T>
-Bytes LorenzoPipeline<ExecSpace>::compress(const ExecSpace& space,
-                                                              Kokkos::View<const T*, Mem> in, const Dims& dims,
-                                                              const Options& opt, Report* report) {
+Bytes LorenzoPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims,
+                                           const Options& opt, Report* report) {
   using namespace impl;
   const std::uint64_t n = dims.count();
   KSZ_EXPECTS(in.extent(0) == n, "input has ", in.extent(0), " elements, dims say ", n);

@@ -24,8 +24,8 @@ void append_stages(Report* to, const Report& from, const char* prefix) {
 
 template <class ExecSpace>
 template <class T>
-Bytes PwRelPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
-                                                            const Dims& dims, const Options& opt, Report* report) {
+Bytes PwRelPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims,
+                                         const Options& opt, Report* report) {
   using namespace impl;
   const std::uint64_t n = dims.count();
   const double e = opt.bound;
@@ -192,9 +192,9 @@ void PwRelPipeline<ExecSpace>::decompress(const ExecSpace& space, const containe
 
 #define KSZ_INSTANTIATE_PWREL(Space)                                                                         \
   template struct PwRelPipeline<Space>;                                                                      \
-  template Bytes PwRelPipeline<Space>::compress<float>(                                  \
+  template Bytes PwRelPipeline<Space>::compress<float>(                                                      \
       const Space&, Kokkos::View<const float*, Space::memory_space>, const Dims&, const Options&, Report*);  \
-  template Bytes PwRelPipeline<Space>::compress<double>(                                 \
+  template Bytes PwRelPipeline<Space>::compress<double>(                                                     \
       const Space&, Kokkos::View<const double*, Space::memory_space>, const Dims&, const Options&, Report*); \
   template void PwRelPipeline<Space>::decompress<float>(const Space&, const container::Parsed&,             \
                                                         Kokkos::View<float*, Space::memory_space>&, Report*); \

@@ -23,8 +23,8 @@ struct PwRelPipeline {
   // opt.mode must be PW_REL with 0 < opt.bound < 1; opt.predictor Lorenzo, or
   // ClassicLorenzo (host spaces only; use Kokkos::DefaultHostExecutionSpace).
   template <class T>
-  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
-                                            const Dims& dims, const Options& opt, Report* report);
+  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims, const Options& opt,
+                        Report* report);
 
   template <class T>
   static void decompress(const ExecSpace& space, const container::Parsed& stream, Kokkos::View<T*, Mem>& out,

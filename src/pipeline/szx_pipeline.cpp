@@ -64,8 +64,8 @@ constexpr const char* kBadRunsMessage = "SZx mid-byte run counts disagree with t
 
 template <class ExecSpace>
 template <class T>
-Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
-                                                           const Dims& dims, const Options& opt, Report* report) {
+Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims,
+                                       const Options& opt, Report* report) {
   using container::Param;
   using container::SegmentId;
   const std::uint64_t n = dims.count();
@@ -445,9 +445,9 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
 
 #define KSZ_INSTANTIATE_SZX(Space)                                                                             \
   template struct SzxPipeline<Space>;                                                                          \
-  template Bytes SzxPipeline<Space>::compress<float>(                                      \
+  template Bytes SzxPipeline<Space>::compress<float>(                                                          \
       const Space&, Kokkos::View<const float*, Space::memory_space>, const Dims&, const Options&, Report*);    \
-  template Bytes SzxPipeline<Space>::compress<double>(                                     \
+  template Bytes SzxPipeline<Space>::compress<double>(                                                         \
       const Space&, Kokkos::View<const double*, Space::memory_space>, const Dims&, const Options&, Report*);   \
   template void SzxPipeline<Space>::decompress<float>(const Space&, const container::Parsed&,                  \
                                                       Kokkos::View<float*, Space::memory_space>&, Report*);    \

@@ -17,8 +17,8 @@ struct SzxPipeline {
 
   // `in` holds dims.count() values. Options must have passed validate().
   template <class T>
-  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
-                                            const Dims& dims, const Options& opt, Report* report);
+  static Bytes compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims, const Options& opt,
+                        Report* report);
 
   // Decodes a parsed SZx stream (header dtype must match T) into `out`, which
   // is reused if it already holds the element count, else (re)allocated.
