@@ -150,9 +150,11 @@ TEST(Container, FilledSegmentsSameStream) {
   container::Header h;
   h.dims = dims_of({100000});
   h.user_bound = h.abs_bound = 1e-3;
-  std::vector<std::uint8_t> a(5000), b(70001), c;
+  // d is long enough for write's threaded copy and checksum (copy_crc32c).
+  std::vector<std::uint8_t> a(5000), b(70001), c, d(2 * container::kCrcThreadBytes + 12345);
   for (std::size_t k = 0; k < a.size(); ++k) a[k] = static_cast<std::uint8_t>(k * 13 + 5);
   for (std::size_t k = 0; k < b.size(); ++k) b[k] = static_cast<std::uint8_t>(k * 31 + 2);
+  for (std::size_t k = 0; k < d.size(); ++k) d[k] = static_cast<std::uint8_t>((k * 2654435761u) >> 11);
   const auto fill = [](const std::vector<std::uint8_t>& v) {
     return [&v](std::uint8_t* dst) {
       std::copy(v.begin(), v.end(), dst);
@@ -162,14 +164,19 @@ TEST(Container, FilledSegmentsSameStream) {
   const auto plain = container::write(h, {{SegmentId::SzxKinds, a.data(), a.size()},
                                           {SegmentId::SzxMidBytes, b.data(), b.size()},
                                           {SegmentId::SzxVerbatim, c.data(), 0},
-                                          {SegmentId::SzxMedians, a.data(), a.size()}});
+                                          {SegmentId::SzxMedians, a.data(), a.size()},
+                                          {SegmentId::SzxLeadCodes, d.data(), d.size()}});
   const auto filled = container::write(h, {{SegmentId::SzxKinds, a.data(), a.size()},
                                            {SegmentId::SzxMidBytes, nullptr, b.size(), fill(b)},
                                            {SegmentId::SzxVerbatim, nullptr, 0, fill(c)},
-                                           {SegmentId::SzxMedians, nullptr, a.size(), fill(a)}});
+                                           {SegmentId::SzxMedians, nullptr, a.size(), fill(a)},
+                                           {SegmentId::SzxLeadCodes, nullptr, d.size(), fill(d)}});
   EXPECT_TRUE(plain == filled);
-  const auto p = container::read(filled.data(), filled.size());
+  const auto p = container::read(plain.data(), plain.size());  // every checksum verified
   EXPECT_EQ(p.require(SegmentId::SzxMidBytes).size, b.size());
+  const auto& big = p.require(SegmentId::SzxLeadCodes);
+  ASSERT_EQ(big.size, d.size());
+  EXPECT_TRUE(std::equal(d.begin(), d.end(), big.data));
 }
 
 TEST(Container, HeaderAndSegmentsRoundTrip) {
