@@ -299,7 +299,8 @@ TEST(CudaSpecializations, BulkCopiesEveryByte) {
   for (const std::size_t bytes : {std::size_t(1), std::size_t(4097), std::size_t(1) << 20,
                                   (std::size_t(1) << 20) + 3, std::size_t(3) * (8u << 20) + 12345,
                                   std::size_t(7) * (8u << 20) + 1, std::size_t(9) * (8u << 20) + 5,
-                                  std::size_t(64) << 20, (std::size_t(64) << 20) + 1, (std::size_t(64) << 20) + 3}) {
+                                  std::size_t(64) << 20, (std::size_t(64) << 20) + 1, (std::size_t(64) << 20) + 3,
+                                  (std::size_t(128) << 20) + 7}) {
     for (const std::size_t skew : {std::size_t(0), std::size_t(3)}) {
       std::vector<unsigned char> src(bytes + skew), back(bytes + skew + 2, 0x5A);
       for (auto& b : src) b = static_cast<unsigned char>(next());
