@@ -118,29 +118,40 @@ std::uint32_t crc32c_one(const void* data, std::size_t size, std::uint32_t crc) 
 }
 }  // namespace
 
-std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t crc) {
-  if (size < 2 * kCrcThreadBytes) return crc32c_one(data, size, crc);  // (the core count is a file read on Linux)
+namespace {
+// Threads for a buffer of `size` bytes: at most `most` and the machine's
+// cores, a piece of at least kCrcThreadBytes each (1: the caller alone).
+std::size_t threads_for(std::size_t size, std::size_t most) {
+  if (size < 2 * kCrcThreadBytes) return 1;  // (the core count is a file read on Linux)
   static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  return crc32c_threads(data, size, crc, std::min<std::size_t>(kCrcMaxThreads, hw));
+  return std::min<std::size_t>({most, hw, size / kCrcThreadBytes});
+}
+// The CRC of `size` bytes as `threads` pieces (the last also taking what the
+// others leave; `align` divides the others' length): piece(at, len, from) is
+// the CRC of the piece continued from `from`, each on a thread of its own but
+// the first (from crc; the others from 0), joined in order by crc32c_combine.
+template <class Piece>
+std::uint32_t crc_of_pieces(std::size_t size, std::size_t threads, std::size_t align, std::uint32_t crc, Piece piece) {
+  const std::size_t per = size / threads / align * align, last = size - (threads - 1) * per;
+  const auto len = [&](std::size_t k) { return k + 1 == threads ? last : per; };
+  std::vector<std::uint32_t> crcs(threads);
+  split_threads(threads, [&](std::size_t k) { crcs[k] = piece(k * per, len(k), k == 0 ? crc : 0u); });
+  std::uint32_t r = crcs[0];
+  for (std::size_t k = 1; k < threads; ++k) r = crc32c_combine(r, crcs[k], len(k));
+  return r;
+}
+}  // namespace
+
+std::uint32_t crc32c(const void* data, std::size_t size, std::uint32_t crc) {
+  return crc32c_threads(data, size, crc, threads_for(size, kCrcMaxThreads));
 }
 
 std::uint32_t crc32c_threads(const void* data, std::size_t size, std::uint32_t crc, std::size_t threads) {
   threads = std::min(threads, size / kCrcThreadBytes);
   if (threads < 2) return crc32c_one(data, size, crc);
-  // Piece k from register 0 (the first from ~crc), on a thread of its own
-  // but the first; then joined in order: r = r x^(8 |piece|) + piece's.
-  // The last piece also takes the bytes the others leave.
   const auto* p = static_cast<const unsigned char*>(data);
-  const std::size_t per = size / threads / 64 * 64, last = size - (threads - 1) * per;
-  std::vector<std::uint32_t> regs(threads);
-  split_threads(threads, [&](std::size_t k) {
-    const std::size_t len = k + 1 == threads ? last : per;
-    regs[k] = ~crc32c_one(p + k * per, len, k == 0 ? crc : ~0u);
-  });
-  std::uint32_t r = regs[0];
-  const std::uint32_t shift = x8n_mod(per);
-  for (std::size_t k = 1; k + 1 < threads; ++k) r = mult_mod(shift, r) ^ regs[k];
-  return ~(mult_mod(x8n_mod(last), r) ^ regs[threads - 1]);
+  return crc_of_pieces(size, threads, 64, crc,
+                       [p](std::size_t at, std::size_t len, std::uint32_t from) { return crc32c_one(p + at, len, from); });
 }
 
 std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b, std::uint64_t len_b) {
@@ -162,21 +173,13 @@ std::uint32_t copy_crc32c_one(void* dst, const void* src, std::size_t size, std:
 }
 
 std::uint32_t copy_crc32c(void* dst, const void* src, std::size_t size, std::uint32_t crc) {
-  if (size < 2 * kCrcThreadBytes) return copy_crc32c_one(dst, src, size, crc);
-  static const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::size_t threads = std::min<std::size_t>({kCopyMaxThreads, hw, size / kCrcThreadBytes});
+  const std::size_t threads = threads_for(size, kCopyMaxThreads);
   if (threads < 2) return copy_crc32c_one(dst, src, size, crc);
-  // Range k's CRC from 0 (the first continues crc), joined in order.
-  const std::size_t per = size / threads / 4096 * 4096, last = size - (threads - 1) * per;
   auto* d = static_cast<unsigned char*>(dst);
   const auto* s = static_cast<const unsigned char*>(src);
-  std::vector<std::uint32_t> crcs(threads);
-  split_threads(threads, [&](std::size_t k) {
-    crcs[k] = copy_crc32c_one(d + k * per, s + k * per, k + 1 == threads ? last : per, k == 0 ? crc : 0u);
+  return crc_of_pieces(size, threads, 4096, crc, [d, s](std::size_t at, std::size_t len, std::uint32_t from) {
+    return copy_crc32c_one(d + at, s + at, len, from);
   });
-  std::uint32_t r = crcs[0];
-  for (std::size_t k = 1; k < threads; ++k) r = crc32c_combine(r, crcs[k], k + 1 == threads ? last : per);
-  return r;
 }
 
 std::uint32_t crc32c_portable(const void* data, std::size_t size, std::uint32_t crc) {

@@ -241,33 +241,31 @@ Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<cons
   }
 
   const HostBytes kinds_h = host_bytes(kinds, nb);
-  const HostBytes runs_h = host_bytes(runs, 2 * nruns);
   std::uint64_t n_const = 0, n_verb = 0;
   for (std::uint64_t b = 0; b < nb; ++b) {
     n_const += kinds_h.data[b] == szx::kConstant;
     n_verb += kinds_h.data[b] == szx::kVerbatim;
   }
-  HostBytes verb_h;
-  if (verb_in_tail) {
-    // The payload's tail holds the verbatim blocks last first: put them in
-    // block order.
+  // The one-pass payload's tail holds the verbatim blocks last first: they go
+  // into the stream in block order, from one host copy of the tail.
+  const auto tail_segment = [&] {
     const std::uint64_t capv = payload.extent(0);
     const Kokkos::View<T*, Mem> tail = Kokkos::subview(payload, std::make_pair(capv - verb_total, capv));
-    const std::vector<std::uint8_t> t = impl::to_host_bytes(tail, verb_total);
-    verb_h.copy.resize(t.size());
-    std::uint64_t before = 0;  // verbatim values of earlier blocks
-    for (std::uint64_t b = 0; b < nb && before < verb_total; ++b) {
-      if (kinds_h.data[b] != szx::kVerbatim) continue;
-      const std::uint64_t len = szx::block_len(b, n, block);
-      std::memcpy(verb_h.copy.data() + before * sizeof(T), t.data() + (verb_total - before - len) * sizeof(T),
-                  len * sizeof(T));
-      before += len;
-    }
-    verb_h.data = verb_h.copy.data();
-    verb_h.size = verb_total * sizeof(T);
-  } else {
-    verb_h = host_bytes(verb, verb_total);
-  }
+    const auto fill = [&, tail](std::uint8_t* dst) {
+      const std::vector<std::uint8_t> t = impl::to_host_bytes(tail, verb_total);
+      std::uint64_t before = 0;  // verbatim values of earlier blocks
+      for (std::uint64_t b = 0; b < nb && before < verb_total; ++b) {
+        if (kinds_h.data[b] != szx::kVerbatim) continue;
+        const std::uint64_t len = szx::block_len(b, n, block);
+        std::memcpy(dst + before * sizeof(T), t.data() + (verb_total - before - len) * sizeof(T), len * sizeof(T));
+        before += len;
+      }
+      return container::crc32c(dst, verb_total * sizeof(T));
+    };
+    return container::Segment{SegmentId::SzxVerbatim, nullptr, verb_total * sizeof(T), fill};
+  };
+  const container::Segment verb_seg =
+      verb_in_tail ? tail_segment() : stream_segment(SegmentId::SzxVerbatim, verb, verb_total);
 
   container::Header h;
   h.dtype = impl::dtype_of<T>();
@@ -286,8 +284,7 @@ Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<cons
                                      stream_segment(SegmentId::SzxMedians, medians, nb),
                                      stream_segment(SegmentId::SzxLeadCodes, lead, lead_total),
                                      stream_segment(SegmentId::SzxMidBytes, mid, mid_total),
-                                     {SegmentId::SzxVerbatim, verb_h.data, verb_h.size},
-                                     {SegmentId::SzxMidRuns, runs_h.data, runs_h.size}});
+                                     verb_seg, stream_segment(SegmentId::SzxMidRuns, runs, 2 * nruns)});
   timer.mark("gather+container");
   if (report) {
     report->elements = n;
