@@ -363,7 +363,8 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
 // payload_bytes (never when payload_bytes >= n * sizeof(T)); the caller then
 // takes the two-pass path.
 // state: device memory of szx_onepass_state_bytes (0: the case is not
-// handled), the groups' look-back states (zeroed here).
+// handled), the groups' look-back states (zeroed here) and, for float, the
+// whole blocks' extremes that the REL value-range pass leaves there.
 // The bound: `bound` itself where range is null; else the kernel works it out
 // from the extremes finite_minmax_to leaves at range[0], range[1] (queued
 // before, not awaited) as the pipeline would (rel: bound times the finite
@@ -372,12 +373,20 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
 // used in mn, mx and used. find_range (where range is null): the kernel finds
 // the finite values' extremes itself, as it reads them, and returns them in
 // mn, mx (mn > mx where none is finite), so a bound that does not depend on
-// them (ABS) needs no pass over the input before.
+// them (ABS) needs no pass over the input before. range_buf (where range is
+// null): the value-range pass is queued here, into range_buf, ahead of the
+// kernel.
 struct SzxBound {
   double bound = 0;
   const double* range = nullptr;
   bool rel = false;
   bool find_range = false;
+  // REL with no range given: the one-pass path runs the value-range pass
+  // into this kMinmaxBufDoubles slot (finite_minmax_to's; its counter
+  // already zero where range_counter_zeroed), float's with the block
+  // extremes that the compressor then does not work out again.
+  double* range_buf = nullptr;
+  bool range_counter_zeroed = false;
   double mn = 0, mx = 0, used = 0;
 };
 template <class T>

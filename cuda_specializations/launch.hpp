@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda_specializations/warp.hpp"
 #include "src/core/error.hpp"
 
 namespace ksz::cuda_spec::launch {
@@ -89,6 +90,30 @@ __device__ __forceinline__ bool last_block_done(unsigned* done) {
   __syncthreads();
   if (last) __threadfence();
   return last;
+}
+
+// The end of a value-range pass (minmax_kernel, SZx's range_blocks_kernel):
+// each block's extremes of its threads' mn, mx to parts; the block that
+// finishes last folds them into out[0], out[1] as doubles (T's max and lowest
+// where no value was finite) and leaves *done at zero for the next launch.
+template <int kThreads, class T>
+__device__ __forceinline__ void finish_range(T mn, T mx, T* __restrict__ parts, unsigned* __restrict__ done,
+                                             double* __restrict__ out) {
+  warp::block_minmax<kThreads>(mn, mx);
+  if (threadIdx.x == 0) parts[2 * blockIdx.x] = mn, parts[2 * blockIdx.x + 1] = mx;
+  if (!last_block_done(done)) return;
+  mn = std::numeric_limits<T>::max();
+  mx = std::numeric_limits<T>::lowest();
+  for (unsigned b = threadIdx.x; b < gridDim.x; b += kThreads) {
+    mn = ::min(mn, __ldcg(parts + 2 * b));  // blocks' extremes: finite, or the identities
+    mx = ::max(mx, __ldcg(parts + 2 * b + 1));
+  }
+  warp::block_minmax<kThreads>(mn, mx);
+  if (threadIdx.x == 0) {
+    out[0] = static_cast<double>(mn);
+    out[1] = static_cast<double>(mx);
+    *done = 0;
+  }
 }
 
 }  // namespace ksz::cuda_spec::launch

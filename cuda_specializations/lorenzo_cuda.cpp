@@ -89,41 +89,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   for (std::uint64_t i = head + nvec * W + tid; i < n; i += stride) minmax_add(in[i], mn, mx);
 
-  __shared__ T smn[kThreads / 32], smx[kThreads / 32];
-  const int lane = threadIdx.x % 32, w = threadIdx.x / 32;
-  auto block_minmax = [&] {
-    mn = warp::reduce_min(mn);
-    mx = warp::reduce_max(mx);
-    if (lane == 0) {
-      smn[w] = mn;
-      smx[w] = mx;
-    }
-    __syncthreads();
-    if (w == 0) {
-      mn = lane < kThreads / 32 ? smn[lane] : std::numeric_limits<T>::max();
-      mx = lane < kThreads / 32 ? smx[lane] : std::numeric_limits<T>::lowest();
-      mn = warp::reduce_min(mn);
-      mx = warp::reduce_max(mx);
-    }
-  };
-  block_minmax();
-  if (threadIdx.x == 0) {
-    parts[2 * blockIdx.x] = mn;
-    parts[2 * blockIdx.x + 1] = mx;
-  }
-  if (!launch::last_block_done(done)) return;
-  mn = std::numeric_limits<T>::max();
-  mx = std::numeric_limits<T>::lowest();
-  for (unsigned b = threadIdx.x; b < gridDim.x; b += kThreads) {
-    mn = ::min(mn, __ldcg(parts + 2 * b));  // blocks' extremes: finite, or the identities
-    mx = ::max(mx, __ldcg(parts + 2 * b + 1));
-  }
-  block_minmax();
-  if (threadIdx.x == 0) {
-    out[0] = static_cast<double>(mn);
-    out[1] = static_cast<double>(mx);
-    *done = 0;
-  }
+  launch::finish_range<kThreads>(mn, mx, parts, done, out);
 }
 
 using launch::sm_count;

@@ -1112,6 +1112,15 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
 // the threads' stores in random order, matched the byte-by-byte stream.)
 namespace seg {
 constexpr int kValues = 16;  // a thread's
+// Min and max of a block's segments, kSegs consecutive lanes.
+template <int kSegs>
+__device__ __forceinline__ void block_extremes(float& mn, float& mx) {
+#pragma unroll
+  for (int o = 1; o < kSegs; o <<= 1) {
+    mn = MinOp{}(mn, __shfl_xor_sync(warp::kFull, mn, o));
+    mx = MaxOp{}(mx, __shfl_xor_sync(warp::kFull, mx, o));
+  }
+}
 template <int C>
 struct Layout {
   using SH = Shape<float, C, 4 / C>;
@@ -1144,38 +1153,45 @@ struct Coded {
 // mid, at the group's blocks: from Base) and, with FindRange, each warp's
 // finite extremes (rmn, rmx; Base > 0, a tile's second group: folded into
 // the first's).
-template <int C, bool FindRange, int Base = 0, class SHR>
-__device__ __forceinline__ Coded code_segment(const Layout<C>& L, const float (&v)[kValues], SHR& sh) {
+// Ext: the block's extremes come in be (range_blocks_kernel's: NaN where the
+// block holds a NaN or an infinity) instead of from the values.
+template <int C, bool FindRange, bool Ext, int Base = 0, class SHR>
+__device__ __forceinline__ Coded code_segment(const Layout<C>& L, const float (&v)[kValues], float2 be, SHR& sh) {
   constexpr int kSegs = Layout<C>::kSegs;
-  float mn = v[0], mx = v[0], fin = 0.f;
+  static_assert(!(FindRange && Ext), "the range pass gave the extremes");
+  float mn, mx;
+  bool finite;
+  if constexpr (Ext) {
+    mn = be.x, mx = be.y;
+    finite = mn == mn;
+  } else {
+    mn = v[0], mx = v[0];
+    float fin = 0.f;
 #pragma unroll
-  for (int i = 0; i < kValues; ++i) {
-    fin = __fmaf_rn(v[i], 0.f, fin);
-    mn = MinOp{}(mn, v[i]);
-    mx = MaxOp{}(mx, v[i]);
-  }
-  const bool seg_finite = fin == 0.f;
-  if constexpr (FindRange) {
-    const float inf = std::numeric_limits<float>::infinity();
-    float rmn = seg_finite ? mn : inf, rmx = seg_finite ? mx : -inf;
-    if (!seg_finite) {
-#pragma unroll
-      for (int i = 0; i < kValues; ++i)
-        if (v[i] - v[i] == 0.f) rmn = MinOp{}(rmn, v[i]), rmx = MaxOp{}(rmx, v[i]);
+    for (int i = 0; i < kValues; ++i) {
+      fin = __fmaf_rn(v[i], 0.f, fin);
+      mn = MinOp{}(mn, v[i]);
+      mx = MaxOp{}(mx, v[i]);
     }
-    rmn = warp::reduce_min(rmn);
-    rmx = warp::reduce_max(rmx);
-    if (L.lane == 0) {
-      if constexpr (Base > 0) rmn = MinOp{}(rmn, sh.rmn[L.w]), rmx = MaxOp{}(rmx, sh.rmx[L.w]);
-      sh.rmn[L.w] = rmn, sh.rmx[L.w] = rmx;
-    }
-  }
+    const bool seg_finite = fin == 0.f;
+    if constexpr (FindRange) {
+      const float inf = std::numeric_limits<float>::infinity();
+      float rmn = seg_finite ? mn : inf, rmx = seg_finite ? mx : -inf;
+      if (!seg_finite) {
 #pragma unroll
-  for (int o = 1; o < kSegs; o <<= 1) {
-    mn = MinOp{}(mn, __shfl_xor_sync(warp::kFull, mn, o));
-    mx = MaxOp{}(mx, __shfl_xor_sync(warp::kFull, mx, o));
+        for (int i = 0; i < kValues; ++i)
+          if (v[i] - v[i] == 0.f) rmn = MinOp{}(rmn, v[i]), rmx = MaxOp{}(rmx, v[i]);
+      }
+      rmn = warp::reduce_min(rmn);
+      rmx = warp::reduce_max(rmx);
+      if (L.lane == 0) {
+        if constexpr (Base > 0) rmn = MinOp{}(rmn, sh.rmn[L.w]), rmx = MaxOp{}(rmx, sh.rmx[L.w]);
+        sh.rmn[L.w] = rmn, sh.rmx[L.w] = rmx;
+      }
+    }
+    block_extremes<kSegs>(mn, mx);
+    finite = L.all_of(seg_finite);
   }
-  const bool finite = L.all_of(seg_finite);
   const szx::BlockHead<float> hd = szx::block_head<float>(mn, mx, sh.e);
   Coded out;
   out.nbytes = szx::bytes_of(hd.len_bits);
@@ -1320,19 +1336,21 @@ __device__ __forceinline__ void put_segment(std::uint8_t kind, std::uint32_t lea
 
 // One float whole group by segments, from the thread's values v, as
 // look-back tile `tile`.
-template <int C, bool FindRange, class SHR>
+template <int C, bool FindRange, bool Ext, class SHR>
 __device__ __forceinline__ void compress_group_seg(const float* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                    std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
                                                    float* __restrict__ medians, std::uint16_t* __restrict__ runs,
                                                    std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
                                                    std::uint64_t cap, unsigned long long* __restrict__ state,
                                                    std::uint32_t* __restrict__ stage, SHR& sh, std::uint64_t g,
-                                                   std::uint64_t tile, const float (&v)[seg::kValues]) {
+                                                   std::uint64_t tile, const float (&v)[seg::kValues],
+                                                   const float2* __restrict__ ext) {
   using SH = Shape<float, C, 4 / C>;
   using L = seg::Layout<C>;
   Result* const result = result_of(state, ngroups);
   const L lay;
-  const seg::Coded cd = seg::code_segment<C, FindRange>(lay, v, sh);
+  const float2 be = Ext ? ext[g * SH::kBlocks + lay.jb] : float2{};
+  const seg::Coded cd = seg::code_segment<C, FindRange, Ext>(lay, v, be, sh);
   __syncthreads();
   if constexpr (FindRange) put_group_range<float>(sh, state, ngroups, g);
   GroupScan cs{}, ms{};
@@ -1390,13 +1408,14 @@ __device__ __forceinline__ void take_ahead(float4* src, float (&v)[kValues]) {
 // coded and staged while the second's values are copied to the stage's second
 // half; the second's mid-bytes follow the first's in the stage. sh holds both
 // groups' blocks (the second's from KB); segment 21 keeps a count a group.
-template <int C, bool FindRange, class SHR>
+template <int C, bool FindRange, bool Ext, class SHR>
 __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                   std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
                                                   float* __restrict__ medians, std::uint16_t* __restrict__ runs,
                                                   std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
                                                   std::uint64_t cap, unsigned long long* __restrict__ state,
-                                                  std::uint32_t* __restrict__ stage, SHR& sh) {
+                                                  std::uint32_t* __restrict__ stage, SHR& sh,
+                                                  const float2* __restrict__ ext) {
   using SH = Shape<float, C, 4 / C>;
   using L = seg::Layout<C>;
   constexpr int KB = SH::kBlocks;
@@ -1410,7 +1429,9 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   seg::copy_ahead(L::values(in, 2 * sh.g + 1), ahead());
   float v[seg::kValues];
   seg::load(L::values(in, 2 * sh.g), v);
-  const seg::Coded c0 = seg::code_segment<C, FindRange>(lay, v, sh);
+  const float2 be0 = Ext ? ext[2 * sh.g * KB + lay.jb] : float2{};
+  const seg::Coded c0 = seg::code_segment<C, FindRange, Ext>(lay, v, be0, sh);
+  const float2 be1 = Ext ? ext[(2 * sh.g + 1) * KB + lay.jb] : float2{};
   __syncthreads();
   // The first group's places in the tile (warp 0, a lane a block; its sums
   // into sh.first_counts and sh.first_mids).
@@ -1424,7 +1445,7 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
     seg::stage_run_all(c0, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(c0.excl), stage);
   lead_keep[threadIdx.x] = c0.leadw;
   seg::take_ahead(ahead(), v);
-  const seg::Coded c1 = seg::code_segment<C, FindRange, KB>(lay, v, sh);
+  const seg::Coded c1 = seg::code_segment<C, FindRange, Ext, KB>(lay, v, be1, sh);
   __syncthreads();  // the second group's blocks in sh; the second half zeroed
   if constexpr (FindRange) put_group_range<float>(sh, state, ngroups, sh.g);
   std::uint64_t cs = 0;  // warp 0: the tile's packed block counts
@@ -1493,14 +1514,17 @@ std::uint64_t tile_pairs(std::uint64_t n, const void* in) {
 
 // FindRange: the finite values' extremes into the range slots (range_slots),
 // for a bound that does not depend on them (ABS), so that no pass over the
-// input comes before. A CTA a look-back tile (tile_pairs).
-template <class T, int C, int NB, bool FindRange>
+// input comes before. Ext (float): the whole groups' block extremes come from
+// ext (range_blocks_kernel's) instead of from their values. A CTA a look-back
+// tile (tile_pairs).
+template <class T, int C, int NB, bool FindRange, bool Ext>
 __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
     compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups,
                     std::uint64_t pairs, double bound, const double* __restrict__ range, bool rel,
                     std::uint8_t* __restrict__ kinds, T* __restrict__ medians, std::uint16_t* __restrict__ runs,
                     std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload, std::uint64_t cap,
-                    unsigned long long* __restrict__ state) {
+                    unsigned long long* __restrict__ state, const float2* __restrict__ ext) {
+  static_assert(!Ext || sizeof(T) == 4, "block extremes of floats");
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
   constexpr int kTile = kPairs<T> ? 2 : 1;  // groups a tile's stage holds
@@ -1539,8 +1563,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
   }
   if constexpr (kPairs<T>) {
     if (tile < pairs) {
-      compress_tile_seg<C, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage,
-                                      sh);
+      compress_tile_seg<C, FindRange, Ext>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
+                                           stage, sh, ext);
       return;
     }
   }
@@ -1549,8 +1573,8 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
     if constexpr (sizeof(T) == 4) {
       float v[seg::kValues];
       seg::load(seg::Layout<C>::values(in, g), v);
-      compress_group_seg<C, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state, stage, sh,
-                                       g, tile, v);
+      compress_group_seg<C, FindRange, Ext>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
+                                            stage, sh, g, tile, v, ext);
     } else {
       compress_group<T, C, NB, true, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
                                                 stage, sh, g, tile);
@@ -1558,6 +1582,95 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
   } else
     compress_partial_group<T, C, NB, FindRange>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
                                                 stage, sh, g, tile);
+}
+
+// REL float, ahead of compress_kernel<..., Ext>: the value-range pass that
+// also leaves what it reads on the way, so that the ALU-bound compressor does
+// not work it out again. In one pass over in (16-byte aligned):
+// - the finite values' extremes, as minmax_kernel leaves them (each CTA's
+//   pair in parts, the last to finish folding them into out as doubles and
+//   leaving *done at zero; T's extremes where no value is finite);
+// - each whole block's min and max into ext, by fminf / fmaxf as
+//   code_segment finds them (the same values up to the sign of a zero, which
+//   szx::block_head makes canonical), NaN for a block holding a NaN or an
+//   infinity;
+// - the compressor's zero_words of state (look-back states, ticket, Result)
+//   zeroed, instead of a memset before it.
+// A warp reads a unit of 512 values at a time as four coalesced chunks of
+// 128, a 16-byte load a lane each; a chunk's 128 values lie in one block
+// (512 / 128 C blocks a unit), and a chunk past the whole blocks is skipped
+// by the whole warp (nchunks: the whole blocks' chunks). It reads at about
+// 3.6 TB/s where minmax_kernel reads at 4.1 (perf/NOTES.md, round 28).
+constexpr int kRangeThreads = 256;  // a CTA of range_blocks_kernel
+template <int C>
+__global__ void __launch_bounds__(kRangeThreads, 2048 / kRangeThreads)
+    range_blocks_kernel(const float* __restrict__ in, std::uint64_t n, std::uint64_t nchunks,
+                        float2* __restrict__ ext, unsigned long long* __restrict__ zero, std::uint64_t zero_words,
+                        float* __restrict__ parts, unsigned* __restrict__ done, double* __restrict__ out) {
+  constexpr int NB = 4 / C;  // blocks a unit
+  const int lane = threadIdx.x & 31;
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * kRangeThreads;
+  const std::uint64_t tid = std::uint64_t(blockIdx.x) * kRangeThreads + threadIdx.x;
+  for (std::uint64_t i = tid; i < zero_words; i += stride) zero[i] = 0;
+  float gmn = std::numeric_limits<float>::max(), gmx = std::numeric_limits<float>::lowest();
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  const std::uint64_t units = (nchunks + 3) / 4, wstride = stride / 32;
+  // Unit u's values x: the range's share, its blocks' extremes to ext.
+  const auto take = [&](std::uint64_t u, const float4 (&x)[4]) {
+    float mn[NB], mx[NB];
+    unsigned finite = (1u << NB) - 1;  // bit k: the lane's values of block k of the unit are finite
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float v[4] = {x[j].x, x[j].y, x[j].z, x[j].w};
+      float cmn = v[0], cmx = v[0], fin = 0.f;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        fin = __fmaf_rn(v[i], 0.f, fin);
+        cmn = MinOp{}(cmn, v[i]);
+        cmx = MaxOp{}(cmx, v[i]);
+      }
+      const bool ok = fin == 0.f;
+      if (4 * u + j < nchunks) {
+        if (ok) {
+          gmn = cmn < gmn ? cmn : gmn;
+          gmx = cmx > gmx ? cmx : gmx;
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            if (v[i] - v[i] == 0.f) gmn = v[i] < gmn ? v[i] : gmn, gmx = v[i] > gmx ? v[i] : gmx;
+        }
+      }
+      const int k = j / C;
+      if (j % C == 0) mn[k] = cmn, mx[k] = cmx;
+      else mn[k] = MinOp{}(mn[k], cmn), mx[k] = MaxOp{}(mx[k], cmx);
+      if (!ok) finite &= ~(1u << k);
+    }
+    unsigned all_finite = 0;  // bit k: every lane's
+#pragma unroll
+    for (int b = 0; b < NB; ++b) all_finite |= unsigned(__all_sync(warp::kFull, (finite >> b) & 1)) << b;
+    const float bmn = reduce_scatter<NB>(mn, MinOp{}), bmx = reduce_scatter<NB>(mx, MaxOp{});
+    const int k = lane == home_lane<NB>(home_block<NB>(lane)) ? home_block<NB>(lane) : NB;  // its block's lane
+    if (k < NB && 4 * u + C * k < nchunks)
+      ext[u * NB + k] = (all_finite >> k) & 1 ? make_float2(bmn, bmx) : make_float2(qnan, qnan);
+  };
+  // A unit's loads, then its work, as minmax_kernel (at 32 registers, eight
+  // CTAs an SM). Issuing the next unit's loads before this one's work (in
+  // registers at four CTAs an SM, or by cp.async into shared memory), or the
+  // blocks' extremes by REDUX, did not bring this pass nearer 131 us.
+  for (std::uint64_t u = tid / 32; u < units; u += wstride) {
+    float4 x[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      x[j] = 4 * u + j < nchunks ? reinterpret_cast<const float4*>(in)[(4 * u + j) * 32 + lane]
+                                 : make_float4(0.f, 0.f, 0.f, 0.f);
+    take(u, x);
+  }
+  for (std::uint64_t i = nchunks * 128 + tid; i < n; i += stride) {  // past the whole blocks
+    const float x = in[i];
+    if (x - x == 0.f) gmn = x < gmn ? x : gmn, gmx = x > gmx ? x : gmx;
+  }
+
+  launch::finish_range<kRangeThreads>(gmn, gmx, parts, done, out);
 }
 
 // Decoding finds each group's offsets (its blocks before it by kind, its
@@ -2347,6 +2460,11 @@ struct OnePassGrid {
     return c == 0 ? 0
                   : result_word() * 8 + sizeof(onepass::Result) + (3 * onepass::kMaxOffsetCtas + 3 * ngroups) * 8;
   }
+  // Float compression's block extremes (range_blocks_kernel's), a float2 a
+  // whole block, after the states: the caller's buffer holds both.
+  std::size_t ext_offset() const { return (state_bytes() + 15) / 16 * 16; }
+  std::size_t ext_bytes = 0;
+  std::size_t buffer_bytes() const { return c == 0 ? 0 : ext_offset() + ext_bytes; }
 };
 static_assert(onepass::kRangeSlotBytes <= 3 * onepass::kMaxOffsetCtas * 8,
               "the range slots fit where decoding keeps its GroupArrays");
@@ -2358,6 +2476,7 @@ OnePassGrid onepass_grid(std::uint64_t n, std::uint32_t block) {
   g.nb = (n + block - 1) / block;
   if (g.nb >= onepass::kMaxBlocks) return OnePassGrid{};
   g.ngroups = (g.nb + kWarps * g.nbw - 1) / (kWarps * g.nbw);
+  if constexpr (sizeof(T) == 4) g.ext_bytes = n / block * sizeof(float2);
   return g;
 }
 
@@ -2429,7 +2548,7 @@ onepass::Result read_result(cudaStream_t st, const OnePassGrid& g, const unsigne
 
 template <class T>
 std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block) {
-  return onepass_grid<T>(n, block).state_bytes();
+  return onepass_grid<T>(n, block).buffer_bytes();
 }
 
 template <class T>
@@ -2443,18 +2562,53 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
               "SZx payload buffer not aligned");
   const cudaStream_t st = space.cuda_stream();
   unsigned long long* const sp = state_of(g, state, state_bytes);
-  // The look-back states, the ticket and Result (and the range slots) start zeroed.
   const bool find = bound.find_range && !bound.range;
-  check(cudaMemsetAsync(sp, 0, g.result_word() * 8 + sizeof(onepass::Result) + (find ? onepass::kRangeSlotBytes : 0),
-                        st),
-        "szx state");
+  // The value-range pass ours (bound.range_buf): float's with the block
+  // extremes where the input is 16-byte aligned (range_blocks_kernel, which
+  // zeroes the state too), else finite_minmax_to's.
+  const bool pass = !find && !bound.range && bound.range_buf;
+  const bool ext = pass && sizeof(T) == 4 && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0 && g.ext_bytes > 0;
+  KSZ_EXPECTS(!ext || state_bytes >= g.buffer_bytes(), "SZx one-pass state buffer too small for the block extremes");
+  const double* const range = pass ? bound.range_buf : bound.range;
+  auto* const extp = ext ? reinterpret_cast<float2*>(static_cast<char*>(state) + g.ext_offset()) : nullptr;
+  // The look-back states, the ticket and Result (and the range slots) start zeroed.
+  const std::size_t zero_bytes = g.result_word() * 8 + sizeof(onepass::Result) + (find ? onepass::kRangeSlotBytes : 0);
+  if (pass && !ext) {
+    KSZ_EXPECTS(finite_minmax_to<T>(space, in, n, bound.range_buf, bound.range_counter_zeroed),
+                "internal: the value-range kernel refused a case the SZx one-pass path took");
+  }
+  if (!ext) check(cudaMemsetAsync(sp, 0, zero_bytes, st), "szx state");
   with_shape<T>(g, [&](auto c, auto nbw) {
     constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
-    const auto kernel = find ? onepass::compress_kernel<T, C, NB, true> : onepass::compress_kernel<T, C, NB, false>;
+    if constexpr (sizeof(T) == 4) {
+      if (ext) {
+        // minmax_kernel's layout of the value-range slot: the pair, the
+        // counter at byte 16, the CTAs' pairs from byte 32.
+        auto* const done = reinterpret_cast<unsigned*>(bound.range_buf + 2);
+        if (!bound.range_counter_zeroed) check(cudaMemsetAsync(done, 0, sizeof(unsigned), st), "szx range count");
+        const std::uint64_t nchunks = n / block * C;
+        constexpr int kUnitsPerCta = 4 * onepass::kRangeThreads / 32;  // four units a warp
+        const std::uint64_t want = (nchunks / 4 + kUnitsPerCta - 1) / kUnitsPerCta;
+        // As many CTAs as are resident at once (a grid-stride loop).
+        const std::uint64_t resident =
+            launch::resident_blocks(onepass::range_blocks_kernel<C>, onepass::kRangeThreads, 0);
+        const unsigned ctas = static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(want, resident)));
+        constexpr unsigned kMaxCtas = 4000;
+        static_assert(32 + 2 * sizeof(float) * kMaxCtas <= kMinmaxBufDoubles * sizeof(double),
+                      "the CTAs' pairs fit the value-range slot");
+        onepass::range_blocks_kernel<C><<<std::min(ctas, kMaxCtas), onepass::kRangeThreads, 0, st>>>(
+            in, n, nchunks, extp, sp, zero_bytes / 8, reinterpret_cast<float*>(bound.range_buf + 4), done,
+            bound.range_buf);
+        check(cudaGetLastError(), "szx range_blocks_kernel");
+      }
+    }
+    const auto kernel = find  ? onepass::compress_kernel<T, C, NB, true, false>
+                        : ext ? onepass::compress_kernel<T, C, NB, false, sizeof(T) == 4>
+                              : onepass::compress_kernel<T, C, NB, false, false>;
     const std::uint64_t pairs = onepass::tile_pairs<T, C, NB>(n, in);
     kernel<<<static_cast<unsigned>(g.ngroups - pairs), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, pairs, bound.bound,
-                                                                         bound.range, bound.rel, kinds, medians, runs,
-                                                                         lead, payload, payload_bytes, sp);
+                                                                         range, bound.rel, kinds, medians, runs,
+                                                                         lead, payload, payload_bytes, sp, extp);
   });
   RangeKeys keys;
   const onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel", find ? &keys : nullptr);

@@ -3,6 +3,7 @@
 // specializations.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace ksz::cuda_spec::warp {
@@ -67,6 +68,23 @@ __device__ __forceinline__ T block_scan(std::common_type_t<T> v, T& total) {  //
     total += sums[k];
   }
   return before + incl - v;
+}
+
+// Min and max over a block of kThreads (a multiple of 32) threads, in warp 0
+// (T's max and lowest where every value was). Every thread calls it.
+template <int kThreads, class T>
+__device__ __forceinline__ void block_minmax(T& mn, T& mx) {
+  __shared__ T smn[kThreads / 32], smx[kThreads / 32];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  mn = reduce_min(mn);
+  mx = reduce_max(mx);
+  __syncthreads();  // smn / smx reuse across calls
+  if (lane == 0) smn[w] = mn, smx[w] = mx;
+  __syncthreads();
+  if (w == 0) {
+    mn = reduce_min(lane < kThreads / 32 ? smn[lane] : std::numeric_limits<T>::max());
+    mx = reduce_max(lane < kThreads / 32 ? smx[lane] : std::numeric_limits<T>::lowest());
+  }
 }
 
 }  // namespace ksz::cuda_spec::warp

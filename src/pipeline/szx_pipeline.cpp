@@ -148,13 +148,15 @@ Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<cons
         sb.bound = opt.bound;
         sb.find_range = true;
       } else {
-        // The one-pass path runs only where the specializations are on and n > 0,
-        // which is all finite_minmax_to asks.
-        const Kokkos::View<double*, Mem> extremes = impl::queue_value_range<T>(space, in.data(), n, ws);
-        KSZ_EXPECTS(extremes.data() != nullptr,
-                    "internal: the value-range kernel refused a case the SZx one-pass path took");
+        // The one-pass path runs the value range itself, into the workspace's
+        // slot (only the value-range passes use it: its counter is zero
+        // unless the workspace has just allocated it).
+        bool fresh = true;
+        const auto extremes = ws.template get<double>(Workspace<Mem>::kValueRange, cuda_spec::kMinmaxBufDoubles,
+                                                      "ksz::value_range", &fresh);
         sb.bound = opt.bound;
-        sb.range = extremes.data();
+        sb.range_buf = extremes.data();
+        sb.range_counter_zeroed = !fresh;
         sb.rel = opt.mode == ErrorMode::REL;
       }
       done = cuda_spec::szx_compress_onepass<T>(space, in.data(), n, block, sb, kinds.data(), medians.data(),

@@ -62,7 +62,8 @@ class Workspace {
     kEscapesAlt,       // and their sort's second buffer
     kEscapeStarts,     // and the first of each Huffman chunk
     kValueRange,       // the value range's result and scratch on GPUs, for kernels queued behind it
-                       // (impl::queue_value_range's only: its counter is left zeroed)
+                       // (the value-range passes' only, impl::queue_value_range's and the SZx
+                       // one-pass path's: their kernels leave its counter zeroed)
     kSlots
   };
 

@@ -188,10 +188,41 @@ void szx_range_in_kernel() {
     g[128 * 300 + 3] = nan, g[128 * 300 + 4] = T(-60);                 // the minimum, beside a NaN
     g[70000] = nan;                                                    // the partial last block
     expect_same_as_portable(g, d, opt, "szx extremes in non-finite blocks" + mode);
+    // Both extremes past the last whole block (546 of them: the REL float
+    // range pass reads the rest value by value), then in the last whole block.
+    std::vector<T> t = make_field<T>(Pattern::Noisy, d, 13);
+    t[69990] = T(70), t[69900] = T(-70), t[69950] = nan;
+    expect_same_as_portable(t, d, opt, "szx extremes in the partial block" + mode);
+    t[69990] = T(0), t[69900] = T(0);
+    t[69887] = T(80), t[69760] = T(-80);
+    expect_same_as_portable(t, d, opt, "szx extremes in the last whole block" + mode);
   }
 }
 TEST(CudaSpecializations, SzxRangeInKernelF32) { szx_range_in_kernel<float>(); }
 TEST(CudaSpecializations, SzxRangeInKernelF64) { szx_range_in_kernel<double>(); }
+
+// The REL float range pass with the block extremes (range_blocks_kernel) on a
+// field large enough that each thread takes several pairs of segments, then
+// single ones, then a tail, at every C; the extremes and non-finite blocks
+// spread over them. Its counter is left zeroed between calls of any size.
+TEST(CudaSpecializations, SzxRangePassLargeF32) {
+  const Dims d = dims_of({9000017});
+  std::vector<float> f = make_field<float>(Pattern::Noisy, d, 21);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (std::uint64_t i = 12345; i < f.size(); i += 777777) f[i] = (i / 777777) % 2 ? nan : -inf;
+  f[8999999] = 90.f, f[4500001] = -90.f;
+  for (const std::uint32_t block : {128u, 256u, 512u}) {
+    Options opt;
+    opt.mode = ErrorMode::REL;
+    opt.bound = 1e-3;
+    opt.predictor = PredictorId::SZx;
+    opt.szx_block = block;
+    expect_same_as_portable(f, d, opt, "szx large rel b" + std::to_string(block));
+    const Dims small = dims_of({5000});
+    const std::vector<float> s = make_field<float>(Pattern::Smooth, small, 3);
+    expect_same_as_portable(s, small, opt, "szx small after large b" + std::to_string(block));
+  }
+}
 
 // The decoder's offsets kernel with one and three CTAs: each takes hundreds
 // or thousands of groups, so its run is scanned in several rounds and (on a
