@@ -362,9 +362,11 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
 // fits is false when mid-bytes and verbatim values did not both fit in
 // payload_bytes (never when payload_bytes >= n * sizeof(T)); the caller then
 // takes the two-pass path.
-// state: device memory of szx_onepass_state_bytes (0: the case is not
-// handled), the groups' look-back states (zeroed here) and, for float, the
-// whole blocks' extremes that the REL value-range pass leaves there.
+// state: device memory of szx_onepass_state_bytes(..., true) (0: the case is
+// not handled), the groups' look-back states (zeroed here) and, for float, the
+// whole blocks' extremes that the REL value-range pass leaves there
+// (decompression's state, szx_onepass_state_bytes(..., false), has no room
+// for them).
 // The bound: `bound` itself where range is null; else the kernel works it out
 // from the extremes finite_minmax_to leaves at range[0], range[1] (queued
 // before, not awaited) as the pipeline would (rel: bound times the finite
@@ -390,7 +392,7 @@ struct SzxBound {
   double mn = 0, mx = 0, used = 0;
 };
 template <class T>
-std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block);
+std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block, bool compression);
 template <class T>
 bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t n, std::uint32_t block, SzxBound& bound,
                           std::uint8_t* kinds, T* medians, std::uint16_t* runs, std::uint8_t* lead,

@@ -2547,8 +2547,9 @@ onepass::Result read_result(cudaStream_t st, const OnePassGrid& g, const unsigne
 }  // namespace
 
 template <class T>
-std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block) {
-  return onepass_grid<T>(n, block).buffer_bytes();
+std::size_t szx_onepass_state_bytes(std::uint64_t n, std::uint32_t block, bool compression) {
+  const OnePassGrid g = onepass_grid<T>(n, block);
+  return compression ? g.buffer_bytes() : g.state_bytes();
 }
 
 template <class T>
@@ -2695,7 +2696,7 @@ void szx_limit_offset_ctas(unsigned ctas) { offset_ctas_limit.store(ctas, std::m
   template bool szx_decode<T>(const Kokkos::Cuda&, std::uint64_t, std::uint32_t, const std::uint8_t*, const T*, \
                               const SzxOffsets*, const std::uint8_t*, const std::uint8_t*, std::uint64_t,       \
                               const T*, T*);                                                            \
-  template std::size_t szx_onepass_state_bytes<T>(std::uint64_t, std::uint32_t);                              \
+  template std::size_t szx_onepass_state_bytes<T>(std::uint64_t, std::uint32_t, bool);                              \
   template bool szx_compress_onepass<T>(const Kokkos::Cuda&, const T*, std::uint64_t, std::uint32_t, SzxBound&, \
                                         std::uint8_t*, T*, std::uint16_t*, std::uint8_t*, std::uint8_t*,       \
                                         std::uint64_t, void*, std::size_t, SzxOffsets&, bool&);                 \

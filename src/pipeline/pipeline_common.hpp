@@ -239,18 +239,25 @@ Kokkos::View<std::uint64_t*, typename ExecSpace::memory_space> unpack_indices(co
 }
 
 #if defined(KSZ_HAVE_CUDA)
-// The finite values' extremes of in[0, n) queued on space into the
-// workspace's value-range slot (buf[0], buf[1], nothing awaited:
-// cuda_spec::finite_minmax_to); an empty view where the specialization does
-// not take the call. Only this uses the slot, so its counter is zero unless
-// the workspace has just allocated the buffer.
+// The workspace's value-range slot (cuda_spec::kMinmaxBufDoubles). Only the
+// value-range passes use it (this file's and the SZx one-pass path's), and
+// their kernels leave its counter zeroed: fresh, just allocated, is the one
+// case where it is not.
+inline Kokkos::View<double*, Kokkos::Cuda::memory_space> value_range_slot(
+    typename Workspace<Kokkos::Cuda::memory_space>::Lease& ws, bool& fresh) {
+  using WS = Workspace<Kokkos::Cuda::memory_space>;
+  fresh = true;
+  return ws.template get<double>(WS::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range", &fresh);
+}
+// The finite values' extremes of in[0, n) queued on space into the slot
+// (buf[0], buf[1], nothing awaited: cuda_spec::finite_minmax_to); an empty
+// view where the specialization does not take the call.
 template <class T>
 Kokkos::View<double*, Kokkos::Cuda::memory_space> queue_value_range(
     const Kokkos::Cuda& space, const T* in, std::uint64_t n,
     typename Workspace<Kokkos::Cuda::memory_space>::Lease& ws) {
-  using WS = Workspace<Kokkos::Cuda::memory_space>;
   bool fresh = true;
-  const auto buf = ws.template get<double>(WS::kValueRange, cuda_spec::kMinmaxBufDoubles, "ksz::value_range", &fresh);
+  const auto buf = value_range_slot(ws, fresh);
   if (!cuda_spec::finite_minmax_to<T>(space, in, n, buf.data(), !fresh)) return {};
   return buf;
 }

@@ -124,7 +124,7 @@ Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<cons
   // The warp-per-block specialization replaces the team layout (the thread
   // layout stays portable: KSZ_SZX_LAYOUT=thread compares the two).
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
-    const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block);  // 0: not its case
+    const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block, true);  // 0: not its case
     if (layout == szx::Layout::TeamPerBlock && state_bytes > 0) {
       const std::uint64_t capv = (n + 3) / 4 * 4;
       payload = ws.template get<T>(Workspace<Mem>::kSzxPayload, capv, "ksz::szx::payload");
@@ -152,8 +152,7 @@ Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<cons
         // slot (only the value-range passes use it: its counter is zero
         // unless the workspace has just allocated it).
         bool fresh = true;
-        const auto extremes = ws.template get<double>(Workspace<Mem>::kValueRange, cuda_spec::kMinmaxBufDoubles,
-                                                      "ksz::value_range", &fresh);
+        const auto extremes = impl::value_range_slot(ws, fresh);
         sb.bound = opt.bound;
         sb.range_buf = extremes.data();
         sb.range_counter_zeroed = !fresh;
@@ -358,7 +357,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
       KSZ_STREAM_CHECK(tot.mid == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
                        " bytes, the leading codes say ", tot.mid);
     };
-    const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block);  // 0: not its case
+    const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block, false);  // 0: not its case
     if (szx::choose_layout<ExecSpace>(block, nb) == szx::Layout::TeamPerBlock && state_bytes > 0) {
       // One pass: decode first (every read bounded by its segment), then the checks.
       impl::ensure_output(out, n);
