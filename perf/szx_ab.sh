@@ -3,6 +3,7 @@
 # bench_szx-{base,new,...} (VARIANTS) (and optionally ksz_tests-new, ksz-cuda, bench_lorenzo-$VARIANT);
 # each case runs base, new, base, new so that both see the same instance.
 #   TESTS=1 LORENZO=1 NCU=1 ROUNDS=2 CASES="rel1e-3 abs5e-3 f64" bash perf/szx_ab.sh
+# (RESIDENT=1: bench_szx --resident, the device stages back to back too, for binaries that take it)
 # (NCU_KERNEL=decode_kernel NCU_SKIP=1: the decoder's launch instead of the compressor's; NCU also reports the
 # ALU pipe's instructions and busy share beside issue's: the compressor is bound by both, perf/NOTES.md round 24)
 set -u
@@ -24,11 +25,15 @@ args_of() {
     smooth) echo "--dims $D --rel 1e-3 --kind smooth" ;;
   esac
 }
-summary() { grep -E "COMPRESS kernels|DECOMPRESS kernels|^ratio" "$1" | sed 's/  */ /g' | tr '\n' ' '; echo; }
+summary() {
+  grep -E "COMPRESS kernels|DECOMPRESS kernels|^ratio|back to back" "$1" | sed 's/  */ /g; s/(median of [0-9]*)//' |
+    tr '\n' ' '
+  echo
+}
 for c in ${CASES:-rel1e-3 abs5e-3}; do
   for round in $(seq 1 ${ROUNDS:-2}); do
     for b in ${VARIANTS:-base new}; do
-      .gpu/bench_szx-$b $(args_of $c) --reps ${REPS:-7} --backend cuda --json "$OUT/${c}_${b}_$round.json" >"$OUT/${c}_${b}_$round.txt" 2>&1
+      .gpu/bench_szx-$b $(args_of $c) --reps ${REPS:-7} --backend cuda ${RESIDENT:+--resident} --json "$OUT/${c}_${b}_$round.json" >"$OUT/${c}_${b}_$round.txt" 2>&1
       printf "%-8s %-4s %d: " $c $b $round; summary "$OUT/${c}_${b}_$round.txt"
     done
   done

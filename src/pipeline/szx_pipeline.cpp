@@ -66,6 +66,21 @@ template <class ExecSpace>
 template <class T>
 Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims,
                                        const Options& opt, Report* report) {
+  return compress_stages<T>(space, in, dims, opt, report, true);
+}
+
+template <class ExecSpace>
+template <class T>
+void SzxPipeline<ExecSpace>::encode(const ExecSpace& space, Kokkos::View<const T*, Mem> in, const Dims& dims,
+                                    const Options& opt, Report* report) {
+  compress_stages<T>(space, in, dims, opt, report, false);
+}
+
+// The device stages, then (gather) the stream.
+template <class ExecSpace>
+template <class T>
+Bytes SzxPipeline<ExecSpace>::compress_stages(const ExecSpace& space, Kokkos::View<const T*, Mem> in,
+                                              const Dims& dims, const Options& opt, Report* report, bool gather) {
   using container::Param;
   using container::SegmentId;
   const std::uint64_t n = dims.count();
@@ -241,6 +256,21 @@ Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<cons
     timer.mark("block encode");
   }
 
+  const auto fill_report = [&](std::uint64_t output_bytes) {
+    if (!report) return;
+    report->elements = n;
+    report->input_bytes = n * sizeof(T);
+    report->output_bytes = output_bytes;
+    report->verbatim = verb_total;
+    report->abs_bound = abs_bound;
+    report->value_min = range.min;
+    report->value_max = range.max;
+  };
+  if (!gather) {
+    fill_report(0);
+    return {};
+  }
+
   const HostBytes kinds_h = host_bytes(kinds, nb);
   std::uint64_t n_const = 0, n_verb = 0;
   for (std::uint64_t b = 0; b < nb; ++b) {
@@ -287,15 +317,7 @@ Bytes SzxPipeline<ExecSpace>::compress(const ExecSpace& space, Kokkos::View<cons
                                      stream_segment(SegmentId::SzxMidBytes, mid, mid_total),
                                      verb_seg, stream_segment(SegmentId::SzxMidRuns, runs, 2 * nruns)});
   timer.mark("gather+container");
-  if (report) {
-    report->elements = n;
-    report->input_bytes = n * sizeof(T);
-    report->output_bytes = stream.size();
-    report->verbatim = verb_total;
-    report->abs_bound = abs_bound;
-    report->value_min = range.min;
-    report->value_max = range.max;
-  }
+  fill_report(stream.size());
   return stream;
 }
 
@@ -303,16 +325,36 @@ template <class ExecSpace>
 template <class T>
 void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container::Parsed& s,
                                         Kokkos::View<T*, Mem>& out, Report* report) {
+  StageTimer<ExecSpace> timer(space, report);
+  const Resident<T> r = upload<T>(space, s);
+  timer.mark("copy to device");
+  decode_stages<T>(space, r, out, report, timer);
+}
+
+template <class ExecSpace>
+template <class T>
+void SzxPipeline<ExecSpace>::decode(const ExecSpace& space, const Resident<T>& r, Kokkos::View<T*, Mem>& out,
+                                    Report* report) {
+  StageTimer<ExecSpace> timer(space, report);
+  decode_stages<T>(space, r, out, report, timer);
+}
+
+template <class ExecSpace>
+template <class T>
+typename SzxPipeline<ExecSpace>::template Resident<T> SzxPipeline<ExecSpace>::upload(const ExecSpace& space,
+                                                                                     const container::Parsed& s) {
   using container::Param;
   using container::SegmentId;
   const container::Header& h = s.header;
   KSZ_STREAM_CHECK(h.dtype == impl::dtype_of<T>(), "dtype mismatch");
   KSZ_STREAM_CHECK(h.predictor == PredictorId::SZx && h.codec == CodecId::None, "not an SZx stream");
   KSZ_STREAM_CHECK(h.lossless == LosslessId::None, "SZx stream with a lossless pass");
-  const std::uint64_t n = h.dims.count();
-  const std::uint32_t block = h.u32(Param::SzxBlock);
-  KSZ_STREAM_CHECK(block >= 1 && block <= szx::kMaxBlock, "SZx block size ", block, " out of range");
-  const std::uint64_t nb = (n + block - 1) / block;
+  Resident<T> r;
+  r.header = h;
+  r.n = h.dims.count();
+  r.block = h.u32(Param::SzxBlock);
+  KSZ_STREAM_CHECK(r.block >= 1 && r.block <= szx::kMaxBlock, "SZx block size ", r.block, " out of range");
+  const std::uint64_t nb = r.nb = (r.n + r.block - 1) / r.block;
   // Sizes first: one kind byte and one median per block must be there before
   // anything of the element count is allocated.
   const auto& kinds_seg = s.require(SegmentId::SzxKinds);
@@ -322,25 +364,43 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
                    nb * sizeof(T));
 
   // Every segment to the device first (each bounded by the stream's own
-  // size), then the sizes the kinds and leading codes imply are checked there.
+  // size), then the sizes the kinds and leading codes imply are checked there
+  // (decode_stages).
   const auto& lead_seg = s.require(SegmentId::SzxLeadCodes);
   const auto& mid_seg = s.require(SegmentId::SzxMidBytes);
   const auto& verb_seg = s.require(SegmentId::SzxVerbatim);
   KSZ_STREAM_CHECK(verb_seg.size % sizeof(T) == 0, "SZx verbatim segment is not whole values");
-  const std::uint32_t rb = szx::run_blocks<T>(block);
   const container::Segment* const runs_seg = s.find(SegmentId::SzxMidRuns);  // optional (format 1.3)
   if (runs_seg)
-    KSZ_STREAM_CHECK(runs_seg->size == 2 * szx::run_count(nb, rb), "SZx mid-byte runs segment has ", runs_seg->size,
-                     " bytes, expected ", 2 * szx::run_count(nb, rb));
-  StageTimer<ExecSpace> timer(space, report);
-  const auto kinds = byte_segment(space, kinds_seg, "SZx kinds");
-  const auto medians = impl::to_device<T>(space, med_seg, nb, "SZx medians");
-  const auto lead = byte_segment(space, lead_seg, "SZx leading codes");
-  const auto mid = byte_segment(space, mid_seg, "SZx mid-bytes");
-  const auto verb = impl::to_device<T>(space, verb_seg, verb_seg.size / sizeof(T), "SZx verbatim");
-  Kokkos::View<const std::uint8_t*, Mem> runs;
-  if (runs_seg) runs = byte_segment(space, *runs_seg, "SZx mid-byte runs");
-  timer.mark("copy to device");
+    KSZ_STREAM_CHECK(runs_seg->size == 2 * szx::run_count(nb, szx::run_blocks<T>(r.block)),
+                     "SZx mid-byte runs segment has ", runs_seg->size, " bytes, expected ",
+                     2 * szx::run_count(nb, szx::run_blocks<T>(r.block)));
+  r.kinds = byte_segment(space, kinds_seg, "SZx kinds");
+  r.medians = impl::to_device<T>(space, med_seg, nb, "SZx medians");
+  r.lead = byte_segment(space, lead_seg, "SZx leading codes");
+  r.mid = byte_segment(space, mid_seg, "SZx mid-bytes");
+  r.verb = impl::to_device<T>(space, verb_seg, verb_seg.size / sizeof(T), "SZx verbatim");
+  if (runs_seg) r.runs = byte_segment(space, *runs_seg, "SZx mid-byte runs");
+  r.has_runs = runs_seg != nullptr;
+  return r;
+}
+
+template <class ExecSpace>
+template <class T, class Timer>
+void SzxPipeline<ExecSpace>::decode_stages(const ExecSpace& space, const Resident<T>& r, Kokkos::View<T*, Mem>& out,
+                                           Report* report, Timer& timer) {
+  const container::Header& h = r.header;
+  const std::uint64_t n = r.n, nb = r.nb;
+  const std::uint32_t block = r.block;
+  const std::uint32_t rb = szx::run_blocks<T>(block);
+  const auto& kinds = r.kinds;
+  const auto& medians = r.medians;
+  const auto& lead = r.lead;
+  const auto& mid = r.mid;
+  const auto& verb = r.verb;
+  const auto& runs = r.runs;
+  const bool has_runs = r.has_runs;
+  const std::uint64_t lead_size = lead.extent(0), mid_size = mid.extent(0), verb_bytes = verb.extent(0) * sizeof(T);
 
 #if defined(KSZ_HAVE_CUDA)
   if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
@@ -348,13 +408,13 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
     // bad_runs() is asked only once the codes are known good.
     auto check_totals = [&](const cuda_spec::SzxOffsets& tot, bool bad_kinds, bool bad_codes, auto bad_runs) {
       KSZ_STREAM_CHECK(!bad_kinds, "SZx block kind out of range");
-      KSZ_STREAM_CHECK(tot.lead == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
+      KSZ_STREAM_CHECK(tot.lead == lead_size, "SZx leading-code segment has ", lead_size,
                        " bytes, the block kinds say ", tot.lead);
-      KSZ_STREAM_CHECK(tot.verb * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
+      KSZ_STREAM_CHECK(tot.verb * sizeof(T) == verb_bytes, "SZx verbatim segment has ", verb_bytes,
                        " bytes, the block kinds say ", tot.verb * sizeof(T));
       KSZ_STREAM_CHECK(!bad_codes, "SZx leading code longer than its value");
       KSZ_STREAM_CHECK(!bad_runs(), kBadRunsMessage);
-      KSZ_STREAM_CHECK(tot.mid == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
+      KSZ_STREAM_CHECK(tot.mid == mid_size, "SZx mid-byte segment has ", mid_size,
                        " bytes, the leading codes say ", tot.mid);
     };
     const std::size_t state_bytes = cuda_spec::szx_onepass_state_bytes<T>(n, block, false);  // 0: not its case
@@ -366,8 +426,8 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
           ws.template get<unsigned long long>(Workspace<Mem>::kSzxState, (state_bytes + 7) / 8, "ksz::szx::state");
       cuda_spec::SzxOffsets tot{};
       bool bad_kinds = false, bad_codes = false, bad_runs = false;
-      if (cuda_spec::szx_decode_groups<T>(space, n, block, kinds.data(), medians.data(), lead.data(), lead_seg.size,
-                                          mid.data(), mid_seg.size, verb.data(), verb.extent(0),
+      if (cuda_spec::szx_decode_groups<T>(space, n, block, kinds.data(), medians.data(), lead.data(), lead_size,
+                                          mid.data(), mid_size, verb.data(), verb.extent(0),
                                           reinterpret_cast<const std::uint16_t*>(runs.data()), out.data(),
                                           state.data(), state_bytes, tot, bad_kinds, bad_codes, bad_runs)) {
         check_totals(tot, bad_kinds, bad_codes, [&] { return bad_runs; });
@@ -381,15 +441,15 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
           Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::offsets")), nb + 1);
       cuda_spec::SzxOffsets tot{};
       std::uint64_t bad_kinds = 0, bad_codes = 0;
-      if (cuda_spec::szx_decode_offsets<T>(space, n, block, kinds.data(), lead.data(), lead_seg.size, offs.data(),
+      if (cuda_spec::szx_decode_offsets<T>(space, n, block, kinds.data(), lead.data(), lead_size, offs.data(),
                                            tot, bad_kinds, bad_codes)) {
         check_totals(tot, bad_kinds != 0, bad_codes != 0, [&] {
-          return runs_seg && szx::count_bad_runs(space, nb, rb, OffsetsMid{offs}, runs) != 0;
+          return has_runs && szx::count_bad_runs(space, nb, rb, OffsetsMid{offs}, runs) != 0;
         });
         timer.mark("offsets");
         impl::ensure_output(out, n);
         const bool ok = cuda_spec::szx_decode<T>(space, n, block, kinds.data(), medians.data(), offs.data(),
-                                                 lead.data(), mid.data(), mid_seg.size, verb.data(), out.data());
+                                                 lead.data(), mid.data(), mid_size, verb.data(), out.data());
         KSZ_EXPECTS(ok, "SZx CUDA decode refused offsets it made");
         timer.mark("block decode");
         impl::report_decoded<T>(report, h, n, tot.verb);
@@ -410,7 +470,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
         return szx::is_coded(kc(b)) ? (szx::block_len(b, n, block) + 3) / 4 : 0;
       },
       lead_off);
-  KSZ_STREAM_CHECK(lead_total == lead_seg.size, "SZx leading-code segment has ", lead_seg.size,
+  KSZ_STREAM_CHECK(lead_total == lead_size, "SZx leading-code segment has ", lead_size,
                    " bytes, the block kinds say ", lead_total);
   const auto verb_total = szx::exclusive_offsets(
       space, nb,
@@ -418,7 +478,7 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
         return kc(b) == szx::kVerbatim ? szx::block_len(b, n, block) : 0;
       },
       verb_off);
-  KSZ_STREAM_CHECK(verb_total * sizeof(T) == verb_seg.size, "SZx verbatim segment has ", verb_seg.size,
+  KSZ_STREAM_CHECK(verb_total * sizeof(T) == verb_bytes, "SZx verbatim segment has ", verb_bytes,
                    " bytes, the block kinds say ", verb_total * sizeof(T));
   Kokkos::View<std::uint64_t*, Mem> mid_count(
       Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("ksz::szx::mid_count")), nb);
@@ -427,8 +487,8 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   const Kokkos::View<const std::uint64_t*, Mem> mc = mid_count;
   const auto mid_total = szx::exclusive_offsets(
       space, nb, KOKKOS_LAMBDA(const std::uint64_t b) -> std::uint64_t { return mc(b); }, mid_off);
-  KSZ_STREAM_CHECK(!runs_seg || szx::count_bad_runs(space, nb, rb, mid_off, runs) == 0, kBadRunsMessage);
-  KSZ_STREAM_CHECK(mid_total == mid_seg.size, "SZx mid-byte segment has ", mid_seg.size,
+  KSZ_STREAM_CHECK(!has_runs || szx::count_bad_runs(space, nb, rb, mid_off, runs) == 0, kBadRunsMessage);
+  KSZ_STREAM_CHECK(mid_total == mid_size, "SZx mid-byte segment has ", mid_size,
                    " bytes, the leading codes say ", mid_total);
   timer.mark("offsets");
 
@@ -441,6 +501,12 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   impl::report_decoded<T>(report, h, n, verb_total);
 }
 
+#define KSZ_INSTANTIATE_SZX_RESIDENT(Space, T)                                                                  \
+  template void SzxPipeline<Space>::encode<T>(const Space&, Kokkos::View<const T*, Space::memory_space>,       \
+                                              const Dims&, const Options&, Report*);                           \
+  template SzxPipeline<Space>::Resident<T> SzxPipeline<Space>::upload<T>(const Space&, const container::Parsed&); \
+  template void SzxPipeline<Space>::decode<T>(const Space&, const SzxPipeline<Space>::Resident<T>&,            \
+                                              Kokkos::View<T*, Space::memory_space>&, Report*);
 #define KSZ_INSTANTIATE_SZX(Space)                                                                             \
   template struct SzxPipeline<Space>;                                                                          \
   template Bytes SzxPipeline<Space>::compress<float>(                                                          \
@@ -450,8 +516,11 @@ void SzxPipeline<ExecSpace>::decompress(const ExecSpace& space, const container:
   template void SzxPipeline<Space>::decompress<float>(const Space&, const container::Parsed&,                  \
                                                       Kokkos::View<float*, Space::memory_space>&, Report*);    \
   template void SzxPipeline<Space>::decompress<double>(const Space&, const container::Parsed&,                 \
-                                                       Kokkos::View<double*, Space::memory_space>&, Report*);
+                                                       Kokkos::View<double*, Space::memory_space>&, Report*);   \
+  KSZ_INSTANTIATE_SZX_RESIDENT(Space, float)                                                                   \
+  KSZ_INSTANTIATE_SZX_RESIDENT(Space, double)
 KSZ_FOR_EACH_EXEC_SPACE(KSZ_INSTANTIATE_SZX)
 #undef KSZ_INSTANTIATE_SZX
+#undef KSZ_INSTANTIATE_SZX_RESIDENT
 
 }  // namespace ksz::pipeline

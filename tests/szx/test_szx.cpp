@@ -13,6 +13,7 @@
 #include "portable/predict/szx/szx.hpp"
 #include "src/api/ksz.hpp"
 #include "src/container/container.hpp"
+#include "src/pipeline/szx_pipeline.hpp"
 #include "tests/common/backends.hpp"
 #include "tests/common/fields.hpp"
 #include "tests/common/stream_parts.hpp"
@@ -465,6 +466,60 @@ TYPED_TEST(Szx, StreamBytesPinned) {
     EXPECT_EQ(fnv1a(first.write()), p.hash) << what.str() << std::hex << ": 0x" << fnv1a(first.write());
     EXPECT_EQ(fnv1a(s), p.full) << what.str() << std::hex << ": 0x" << fnv1a(s);
   }
+}
+
+// The device-resident stages (SzxPipeline::encode, upload, decode: what
+// bench_szx --resident times back to back): an uploaded stream decodes, call
+// after call and into a reused output, to the bytes decompress gives, and an
+// encode between two compressions changes no byte of the stream.
+template <class Space, class T>
+void resident_stages_agree(const Dims& d, ErrorMode mode, double bound, std::uint32_t block) {
+  using P = pipeline::SzxPipeline<Space>;
+  using Mem = typename Space::memory_space;
+  std::vector<T> host = make_field<T>(Pattern::Spiky, d);
+  host[host.size() / 3] = std::numeric_limits<T>::quiet_NaN();  // a verbatim block
+  Kokkos::View<T*, Mem> in("in", host.size());
+  {
+    auto m = Kokkos::create_mirror_view(in);
+    std::memcpy(m.data(), host.data(), host.size() * sizeof(T));
+    Kokkos::deep_copy(in, m);
+  }
+  Options opt;
+  opt.predictor = PredictorId::SZx;
+  opt.mode = mode;
+  opt.bound = bound;
+  opt.szx_block = block;
+  const Space space;
+  const Kokkos::View<const T*, Mem> cin = in;
+  Report rep;
+  const Bytes first = P::template compress<T>(space, cin, d, opt, &rep);
+  P::template encode<T>(space, cin, d, opt, nullptr);
+  const Bytes again = P::template compress<T>(space, cin, d, opt, nullptr);
+  EXPECT_TRUE(first == again) << "a compression after encode wrote other bytes";
+  const container::Parsed parsed = container::read(first.data(), first.size());
+  Kokkos::View<T*, Mem> ref;
+  P::template decompress<T>(space, parsed, ref, nullptr);
+  const auto ref_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), ref);
+  ASSERT_EQ(ref_h.extent(0), host.size());
+  EXPECT_TRUE(within_bound(host.data(), ref_h.data(), host.size(), rep.abs_bound));
+  const auto resident = P::template upload<T>(space, parsed);
+  Kokkos::View<T*, Mem> out;
+  for (int call = 0; call < 2; ++call) {
+    if (call == 1) Kokkos::deep_copy(out, T(7));  // reused: every element written again
+    P::template decode<T>(space, resident, out, nullptr);
+    const auto out_h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+    ASSERT_EQ(out_h.extent(0), host.size());
+    EXPECT_EQ(std::memcmp(out_h.data(), ref_h.data(), host.size() * sizeof(T)), 0) << "decode call " << call;
+  }
+}
+
+TYPED_TEST(Szx, ResidentStagesAgreeWithTheStream) {
+  for (const Dims& d : {dims_of({70, 33, 9}), dims_of({128, 128, 17})})
+    for (ErrorMode m : {ErrorMode::REL, ErrorMode::ABS}) {
+      SCOPED_TRACE(d.str() + " " + to_string(m));
+      resident_stages_agree<TypeParam, float>(d, m, m == ErrorMode::REL ? 1e-3 : 1e-2, 128);
+      resident_stages_agree<TypeParam, double>(d, m, m == ErrorMode::REL ? 1e-3 : 1e-2, 256);
+    }
 }
 
 // ---- Hostile streams: rebuilt with valid checksums so the SZx decoder's own
