@@ -421,10 +421,11 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // ---- Groups (szx_compress_onepass, one kernel; szx_decode_groups, offsets
-// first): block sizes 128 * C. A CUDA block takes a group of SZx blocks from
-// a ticket (kWarps warps, NB consecutive blocks a warp, 4096 values for float;
-// the compressor's float groups of whole blocks a thread per 16 values of a
-// block, compress_group_seg, and two such groups a ticket, compress_tile_seg),
+// first): block sizes 128 * C. A CUDA block takes a group of SZx blocks, the
+// look-back tile of its index (kWarps warps, NB consecutive blocks a warp, 4096
+// values for float; the compressor's float groups of whole blocks a thread per
+// 16 values of a block, compress_group_seg, and two such groups a tile,
+// compress_tile_seg),
 // with the codes kept in registers from the first read to the last write. The
 // group's (the tile's) counts are published as soon as they are known and its
 // place in the output comes from decoupled look-back over the tiles before it,
@@ -439,7 +440,7 @@ constexpr int kCountShift = 31;
 constexpr unsigned long long kCountMask = (1ull << kCountShift) - 1;
 constexpr std::uint64_t kMaxBlocks = std::uint64_t(1) << 30;  // keeps the packed sums in their fields
 
-// Device scratch after the two state arrays: the ticket, then Result.
+// Device scratch after the two state arrays.
 struct Result {
   unsigned long long lead, mid, verb;  // totals: bytes, bytes, values
   unsigned long long status;           // kBad* bits
@@ -452,10 +453,9 @@ struct Result {
 // keeps its GroupArrays), zeroed with Result; 0: no finite value.
 constexpr int kRangeSlots = 16, kSlotWords = 16;
 constexpr std::size_t kRangeSlotBytes = kRangeSlots * kSlotWords * 8;
-// The state buffer: two look-back state arrays (ngroups words each), the
-// ticket, Result, then the decoder's GroupArrays.
-__host__ __device__ constexpr std::uint64_t ticket_word(std::uint64_t ngroups) { return 2 * ngroups; }
-__host__ __device__ constexpr std::uint64_t result_word(std::uint64_t ngroups) { return ticket_word(ngroups) + 1; }
+// The state buffer: two look-back state arrays (ngroups words each), Result,
+// then the decoder's GroupArrays.
+__host__ __device__ constexpr std::uint64_t result_word(std::uint64_t ngroups) { return 2 * ngroups; }
 __host__ __device__ __forceinline__ Result* result_of(unsigned long long* state, std::uint64_t ngroups) {
   return reinterpret_cast<Result*>(state + result_word(ngroups));
 }
@@ -1293,10 +1293,51 @@ __device__ __forceinline__ Tail stage_run(const Coded& cd, unsigned p, std::uint
   }
   return t;
 }
-// The whole run: stage_run and the pending tail ORed in.
+// The run as stage_run packs it, with the first word kept apart instead of
+// tested for at each store: every word the run fills is stored alike, the
+// first to the thread's own slot where the run before ends in it, ORed in from
+// there at the end (with the last, partial one). 13% fewer instructions (15%
+// fewer on the ALU pipe), but longer waits between them: the ABS kernel, whose
+// ALU pipe also finds the blocks' extremes, runs 2-5% faster by it, the REL
+// one (extremes given) no faster (perf/NOTES.md round 29).
+__device__ __forceinline__ void stage_run_slot(const Coded& cd, unsigned p, std::uint32_t* __restrict__ stage) {
+  __shared__ std::uint32_t first_word[kThreads];
+  std::uint32_t* const slot = first_word + threadIdx.x;
+  const unsigned wp0 = p >> 2;
+  unsigned wp = wp0;
+  int c8 = 8 * static_cast<int>(p & 3);
+  const bool shared0 = c8 > 0;
+  std::uint32_t* dst = shared0 ? slot : stage + wp0;
+  std::uint32_t hi = 0;
+  const int drop = 32 - 8 * cd.nbytes;
+#pragma unroll
+  for (int i = 0; i < kValues; ++i) {
+    const int l = static_cast<int>((cd.leadw >> (8 * (i / 4) + 6 - 2 * (i % 4))) & 3);
+    const int sft = drop + 8 * l;
+    const std::uint32_t x = __funnelshift_lc(0u, cd.code[i], sft);
+    hi |= x >> c8;
+    const std::uint32_t lo = __funnelshift_r(0u, x, c8);
+    c8 += 32 - sft;
+    if (c8 >= 32) {
+      *dst = bswap(hi);
+      dst = stage + ++wp;
+      hi = lo;
+      c8 -= 32;
+    }
+  }
+  if (shared0 && wp != wp0) atomicOr(stage + wp0, *slot);
+  if (c8 > 0) atomicOr(stage + wp, bswap(hi));
+}
+// The whole run and its pending tail: by stage_run_slot (Slot), else by
+// stage_run, the tail ORed in.
+template <bool Slot>
 __device__ __forceinline__ void stage_run_all(const Coded& cd, unsigned p, std::uint32_t* __restrict__ stage) {
-  const Tail t = stage_run(cd, p, stage);
-  if (t.c8 > 0) atomicOr(stage + t.wp, bswap(t.hi));
+  if constexpr (Slot) {
+    stage_run_slot(cd, p, stage);
+  } else {
+    const Tail t = stage_run(cd, p, stage);
+    if (t.c8 > 0) atomicOr(stage + t.wp, bswap(t.hi));
+  }
 }
 }  // namespace seg
 
@@ -1357,7 +1398,8 @@ __device__ __forceinline__ void compress_group_seg(const float* __restrict__ in,
   publish_group<SH::kBlocks>(sh, state, ngroups, tile, cs, ms);
   __syncthreads();
   if (szx::is_coded(cd.kind))
-    seg::stage_run_all(cd, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(cd.excl), stage);
+    seg::stage_run_all<FindRange>(cd, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(cd.excl),
+                                  stage);
   const std::uint64_t cb = resolve_group(sh, state, ngroups, tile, cs.sum);
   __syncthreads();
   put_group_heads<SH, false>(sh, runs, kinds, medians, result, n, nb, ngroups, g, cb, cs.sum);
@@ -1402,12 +1444,28 @@ __device__ __forceinline__ void take_ahead(float4* src, float (&v)[kValues]) {
 }
 }  // namespace seg
 
-// Look-back tile sh.g: float whole groups g = 2 sh.g and g + 1 (one ticket, one
-// publish, one look-back and one copy-out for both; the look-backs' barrier
+// The loads a tile of two float groups starts with, before the kernel's first
+// barrier: the second group's values to the stage's second half (ahead), the
+// first's into v, its blocks' extremes (Ext) into be0.
+template <int C, bool Ext, class T>
+__device__ __forceinline__ void start_tile_seg(const T* __restrict__ in, std::uint64_t tile, std::uint32_t* ahead,
+                                               const float2* __restrict__ ext, float (&v)[seg::kValues],
+                                               float2& be0) {
+  static_assert(sizeof(T) == 4, "float tiles");
+  using L = seg::Layout<C>;
+  seg::copy_ahead(L::values(in, 2 * tile + 1), reinterpret_cast<float4*>(ahead) + seg::kValues / 4 * threadIdx.x);
+  seg::load(L::values(in, 2 * tile), v);
+  if constexpr (Ext) be0 = ext[2 * tile * L::SH::kBlocks + threadIdx.x / L::kSegs];
+}
+
+// Look-back tile sh.g: float whole groups g = 2 sh.g and g + 1 (one publish,
+// one look-back and one copy-out for both; the look-backs' barrier
 // held a fifth of the one-group kernel's stall samples). The first group is
 // coded and staged while the second's values are copied to the stage's second
 // half; the second's mid-bytes follow the first's in the stage. sh holds both
 // groups' blocks (the second's from KB); segment 21 keeps a count a group.
+// The kernel started the loads before its first barrier (start_tile_seg): v
+// and be0 are the first group's values and block extremes.
 template <int C, bool FindRange, bool Ext, class SHR>
 __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                   std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
@@ -1415,7 +1473,8 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
                                                   std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload,
                                                   std::uint64_t cap, unsigned long long* __restrict__ state,
                                                   std::uint32_t* __restrict__ stage, SHR& sh,
-                                                  const float2* __restrict__ ext) {
+                                                  const float2* __restrict__ ext, float (&v)[seg::kValues],
+                                                  float2 be0) {
   using SH = Shape<float, C, 4 / C>;
   using L = seg::Layout<C>;
   constexpr int KB = SH::kBlocks;
@@ -1426,10 +1485,6 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   const auto ahead = [&] { return reinterpret_cast<float4*>(stage + kGroupWords) + seg::kValues / 4 * threadIdx.x; };
   Result* const result = result_of(state, ngroups);
   const L lay;
-  seg::copy_ahead(L::values(in, 2 * sh.g + 1), ahead());
-  float v[seg::kValues];
-  seg::load(L::values(in, 2 * sh.g), v);
-  const float2 be0 = Ext ? ext[2 * sh.g * KB + lay.jb] : float2{};
   const seg::Coded c0 = seg::code_segment<C, FindRange, Ext>(lay, v, be0, sh);
   const float2 be1 = Ext ? ext[(2 * sh.g + 1) * KB + lay.jb] : float2{};
   __syncthreads();
@@ -1442,7 +1497,8 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   }
   __syncthreads();
   if (szx::is_coded(c0.kind))
-    seg::stage_run_all(c0, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(c0.excl), stage);
+    seg::stage_run_all<FindRange>(c0, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(c0.excl),
+                                  stage);
   lead_keep[threadIdx.x] = c0.leadw;
   seg::take_ahead(ahead(), v);
   const seg::Coded c1 = seg::code_segment<C, FindRange, Ext, KB>(lay, v, be1, sh);
@@ -1466,7 +1522,9 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   }
   __syncthreads();
   if (szx::is_coded(c1.kind))
-    seg::stage_run_all(c1, static_cast<unsigned>(sh.mid_off[KB + lay.jb]) + static_cast<unsigned>(c1.excl), stage);
+    seg::stage_run_all<FindRange>(c1, static_cast<unsigned>(sh.mid_off[KB + lay.jb]) +
+                                          static_cast<unsigned>(c1.excl),
+                                  stage);
   const std::uint64_t cb = resolve_group(sh, state, ngroups, sh.g, cs);
   __syncthreads();
   const std::uint64_t g = 2 * sh.g;
@@ -1545,10 +1603,17 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
   for (int i = threadIdx.x; i < kZero; i += kThreads)
     reinterpret_cast<uint4*>(stage)[i < kFirst ? i : i + (kTile - 1) * kFirst] = make_uint4(0, 0, 0, 0);
 
-  // The ticket and the bound by two warps, so that their latencies overlap
-  // (the bound's reads of the range, by one thread, delayed every group's
-  // start by as much as the ticket's atomic).
-  if (threadIdx.x == 0) sh.g = atomicAdd(state + ticket_word(ngroups), 1ull);
+  // The look-back tile is the CTA's index: CTAs start in index order (as
+  // CUB's single-pass scans assume, tile = blockIdx.x), so a tile's
+  // predecessors have all started, and its loads are in flight before the
+  // first barrier (a ticket's atomic came first before: 361 against 368 us,
+  // perf/NOTES.md round 29). The bound by warp 1 meanwhile.
+  float v0[seg::kValues];
+  float2 be0{};
+  if constexpr (kPairs<T>) {
+    if (blockIdx.x < pairs) start_tile_seg<C, Ext>(in, blockIdx.x, stage + kGroupWords, ext, v0, be0);
+  }
+  if (threadIdx.x == 0) sh.g = blockIdx.x;
   if (threadIdx.x == 32) {
     sh.e = range ? szx::resolved_bound(bound, rel, range[0], range[1]) : bound;  // SzxBound
     sh.ef = szx::fast_bound(sh.e, T());
@@ -1564,7 +1629,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
   if constexpr (kPairs<T>) {
     if (tile < pairs) {
       compress_tile_seg<C, FindRange, Ext>(in, n, nb, ngroups, kinds, medians, runs, lead, payload, cap, state,
-                                           stage, sh, ext);
+                                           stage, sh, ext, v0, be0);
       return;
     }
   }
@@ -1594,7 +1659,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
 //   code_segment finds them (the same values up to the sign of a zero, which
 //   szx::block_head makes canonical), NaN for a block holding a NaN or an
 //   infinity;
-// - the compressor's zero_words of state (look-back states, ticket, Result)
+// - the compressor's zero_words of state (look-back states, Result)
 //   zeroed, instead of a memset before it.
 // A warp reads a unit of 512 values at a time as four coalesced chunks of
 // 128, a 16-byte load a lane each; a chunk's 128 values lie in one block
@@ -2453,7 +2518,7 @@ namespace {
 struct OnePassGrid {
   int c = 0, nbw = 0;  // chunks a block, blocks a warp
   std::uint64_t nb = 0, ngroups = 0;
-  // Look-back states (two arrays), the ticket, Result (onepass::result_of),
+  // Look-back states (two arrays), Result (onepass::result_of),
   // then the decoder's GroupArrays.
   std::size_t result_word() const { return onepass::result_word(ngroups); }
   std::size_t state_bytes() const {
@@ -2572,7 +2637,7 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   KSZ_EXPECTS(!ext || state_bytes >= g.buffer_bytes(), "SZx one-pass state buffer too small for the block extremes");
   const double* const range = pass ? bound.range_buf : bound.range;
   auto* const extp = ext ? reinterpret_cast<float2*>(static_cast<char*>(state) + g.ext_offset()) : nullptr;
-  // The look-back states, the ticket and Result (and the range slots) start zeroed.
+  // The look-back states and Result (and the range slots) start zeroed.
   const std::size_t zero_bytes = g.result_word() * 8 + sizeof(onepass::Result) + (find ? onepass::kRangeSlotBytes : 0);
   if (pass && !ext) {
     KSZ_EXPECTS(finite_minmax_to<T>(space, in, n, bound.range_buf, bound.range_counter_zeroed),
