@@ -664,7 +664,7 @@ struct Shared {
   T med[NBLK];
   std::uint32_t mid[NBLK];
   std::uint64_t coded[NBLK], verb[NBLK], mid_off[NBLK];  // within the group, then (decompression) absolute
-  std::uint64_t g, coded_before, verb_before, mid_before, mid_total;
+  std::uint64_t coded_before, verb_before, mid_before, mid_total;
   std::uint64_t first_counts, first_mids;  // compress_tile_seg: its first group's sums
   // Compression's bound (szx::block_head), the proof's threshold and the
   // fast test's bound in T: read where used, not held in registers.
@@ -1266,6 +1266,18 @@ struct Tail {
   int c8;
   std::uint32_t hi;
 };
+// Value i's mid-bytes appended to hi, whose top c8 bits are taken: c8 grows
+// by their bits; returns what did not fit in hi (0 when c8 was 0), for the
+// next word.
+__device__ __forceinline__ std::uint32_t append_value(const Coded& cd, int i, int drop, std::uint32_t& hi, int& c8) {
+  const int l = static_cast<int>((cd.leadw >> (8 * (i / 4) + 6 - 2 * (i % 4))) & 3);
+  const int sft = drop + 8 * l;                                   // 32: no byte
+  const std::uint32_t x = __funnelshift_lc(0u, cd.code[i], sft);  // the mid-bytes at the top
+  hi |= x >> c8;
+  const std::uint32_t lo = __funnelshift_r(0u, x, c8);
+  c8 += 32 - sft;
+  return lo;
+}
 // The run, most significant byte of each value first, from stage byte p:
 // every word it fills stored, its first ORed in where the run before ends in
 // it (the stage starts zeroed; that run's tail is ORed in too, in either
@@ -1276,12 +1288,7 @@ __device__ __forceinline__ Tail stage_run(const Coded& cd, unsigned p, std::uint
   const int drop = 32 - 8 * cd.nbytes;  // the code's bits above its nbytes
 #pragma unroll
   for (int i = 0; i < kValues; ++i) {
-    const int l = static_cast<int>((cd.leadw >> (8 * (i / 4) + 6 - 2 * (i % 4))) & 3);
-    const int sft = drop + 8 * l;                                   // 32: no byte
-    const std::uint32_t x = __funnelshift_lc(0u, cd.code[i], sft);  // the mid-bytes at the top
-    t.hi |= x >> t.c8;
-    const std::uint32_t lo = __funnelshift_r(0u, x, t.c8);  // what does not fit (0 when c8 = 0)
-    t.c8 += 32 - sft;
+    const std::uint32_t lo = append_value(cd, i, drop, t.hi, t.c8);
     if (t.c8 >= 32) {
       if (shared_word) atomicOr(stage + t.wp, bswap(t.hi));
       else stage[t.wp] = bswap(t.hi);
@@ -1312,12 +1319,7 @@ __device__ __forceinline__ void stage_run_slot(const Coded& cd, unsigned p, std:
   const int drop = 32 - 8 * cd.nbytes;
 #pragma unroll
   for (int i = 0; i < kValues; ++i) {
-    const int l = static_cast<int>((cd.leadw >> (8 * (i / 4) + 6 - 2 * (i % 4))) & 3);
-    const int sft = drop + 8 * l;
-    const std::uint32_t x = __funnelshift_lc(0u, cd.code[i], sft);
-    hi |= x >> c8;
-    const std::uint32_t lo = __funnelshift_r(0u, x, c8);
-    c8 += 32 - sft;
+    const std::uint32_t lo = append_value(cd, i, drop, hi, c8);
     if (c8 >= 32) {
       *dst = bswap(hi);
       dst = stage + ++wp;
@@ -1430,6 +1432,10 @@ __device__ __forceinline__ void copy_ahead(const float* __restrict__ src, float4
 // The thread's own copy (no barrier: each thread reads only what it copied),
 // and its 64 bytes zeroed again (the stage's second half, which the tile's
 // mid-bytes may reach).
+// A thread's place in the stage half that holds a group's values ahead.
+__device__ __forceinline__ float4* ahead_of(std::uint32_t* half) {
+  return reinterpret_cast<float4*>(half) + kValues / 4 * threadIdx.x;
+}
 __device__ __forceinline__ void take_ahead(float4* src, float (&v)[kValues]) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   asm volatile("cp.async.wait_all;\n" ::: "memory");
@@ -1447,18 +1453,21 @@ __device__ __forceinline__ void take_ahead(float4* src, float (&v)[kValues]) {
 // The loads a tile of two float groups starts with, before the kernel's first
 // barrier: the second group's values to the stage's second half (ahead), the
 // first's into v, its blocks' extremes (Ext) into be0.
-template <int C, bool Ext, class T>
-__device__ __forceinline__ void start_tile_seg(const T* __restrict__ in, std::uint64_t tile, std::uint32_t* ahead,
+template <int C, bool Ext>
+__device__ __forceinline__ void start_tile_seg(const float* __restrict__ in, std::uint64_t tile, std::uint32_t* ahead,
                                                const float2* __restrict__ ext, float (&v)[seg::kValues],
                                                float2& be0) {
-  static_assert(sizeof(T) == 4, "float tiles");
   using L = seg::Layout<C>;
-  seg::copy_ahead(L::values(in, 2 * tile + 1), reinterpret_cast<float4*>(ahead) + seg::kValues / 4 * threadIdx.x);
+  seg::copy_ahead(L::values(in, 2 * tile + 1), seg::ahead_of(ahead));
   seg::load(L::values(in, 2 * tile), v);
   if constexpr (Ext) be0 = ext[2 * tile * L::SH::kBlocks + threadIdx.x / L::kSegs];
 }
 
-// Look-back tile sh.g: float whole groups g = 2 sh.g and g + 1 (one publish,
+// The CTA's look-back tile, 64-bit (its groups' indices and their blocks' are
+// products of it), read where needed rather than held in a register.
+__device__ __forceinline__ std::uint64_t this_tile() { return blockIdx.x; }
+
+// Look-back tile this_tile(): float whole groups g = 2 this_tile() and g + 1 (one publish,
 // one look-back and one copy-out for both; the look-backs' barrier
 // held a fifth of the one-group kernel's stall samples). The first group is
 // coded and staged while the second's values are copied to the stage's second
@@ -1479,14 +1488,14 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   using L = seg::Layout<C>;
   constexpr int KB = SH::kBlocks;
   constexpr int kGroupWords = kWarps * SH::R * int(kChunk);  // a group's values: the stage's first half
-  // Read again where needed rather than held: the tile (sh.g), groups g and
+  // Read again where needed rather than held: the tile (this_tile()), groups g and
   // g + 1, and each thread's leading codes of the first group (lead_keep).
   __shared__ std::uint32_t lead_keep[kThreads];
-  const auto ahead = [&] { return reinterpret_cast<float4*>(stage + kGroupWords) + seg::kValues / 4 * threadIdx.x; };
+  const auto ahead = [&] { return seg::ahead_of(stage + kGroupWords); };
   Result* const result = result_of(state, ngroups);
   const L lay;
   const seg::Coded c0 = seg::code_segment<C, FindRange, Ext>(lay, v, be0, sh);
-  const float2 be1 = Ext ? ext[(2 * sh.g + 1) * KB + lay.jb] : float2{};
+  const float2 be1 = Ext ? ext[(2 * this_tile() + 1) * KB + lay.jb] : float2{};
   __syncthreads();
   // The first group's places in the tile (warp 0, a lane a block; its sums
   // into sh.first_counts and sh.first_mids).
@@ -1503,7 +1512,7 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   seg::take_ahead(ahead(), v);
   const seg::Coded c1 = seg::code_segment<C, FindRange, Ext, KB>(lay, v, be1, sh);
   __syncthreads();  // the second group's blocks in sh; the second half zeroed
-  if constexpr (FindRange) put_group_range<float>(sh, state, ngroups, sh.g);
+  if constexpr (FindRange) put_group_range<float>(sh, state, ngroups, this_tile());
   std::uint64_t cs = 0;  // warp 0: the tile's packed block counts
   if (lay.w == 0) {
     const int lane = lay.lane;
@@ -1512,12 +1521,12 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
     place_blocks<KB>(sh, KB, cs0, ms0, ci, mi);
     const std::uint64_t cs1 = __shfl_sync(warp::kFull, ci, 31), ms1 = __shfl_sync(warp::kFull, mi, 31);
     cs = cs0 + cs1;
-    lookback::publish_aggregate(state + ngroups, sh.g, cs);
-    lookback::publish_aggregate(state, sh.g, ms0 + ms1);
+    lookback::publish_aggregate(state + ngroups, this_tile(), cs);
+    lookback::publish_aggregate(state, this_tile(), ms0 + ms1);
     if (lane == 0) {
       sh.mid_total = ms0 + ms1;
-      runs[2 * sh.g] = static_cast<std::uint16_t>(ms0);  // segment 21 (at most 16 KiB a group)
-      runs[2 * sh.g + 1] = static_cast<std::uint16_t>(ms1);
+      runs[2 * this_tile()] = static_cast<std::uint16_t>(ms0);  // segment 21 (at most 16 KiB a group)
+      runs[2 * this_tile() + 1] = static_cast<std::uint16_t>(ms1);
     }
   }
   __syncthreads();
@@ -1525,9 +1534,9 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
     seg::stage_run_all<FindRange>(c1, static_cast<unsigned>(sh.mid_off[KB + lay.jb]) +
                                           static_cast<unsigned>(c1.excl),
                                   stage);
-  const std::uint64_t cb = resolve_group(sh, state, ngroups, sh.g, cs);
+  const std::uint64_t cb = resolve_group(sh, state, ngroups, this_tile(), cs);
   __syncthreads();
-  const std::uint64_t g = 2 * sh.g;
+  const std::uint64_t g = 2 * this_tile();
   if (threadIdx.x == 0 && g + 2 == ngroups)
     put_totals<SH>(result, sh.kind[2 * KB - 1], n, nb, cb + cs, sh.mid_before + sh.mid_total);
   if (threadIdx.x < 2 * KB) {
@@ -1608,19 +1617,18 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
   // predecessors have all started, and its loads are in flight before the
   // first barrier (a ticket's atomic came first before: 361 against 368 us,
   // perf/NOTES.md round 29). The bound by warp 1 meanwhile.
+  const std::uint64_t tile = blockIdx.x;
   float v0[seg::kValues];
   float2 be0{};
   if constexpr (kPairs<T>) {
-    if (blockIdx.x < pairs) start_tile_seg<C, Ext>(in, blockIdx.x, stage + kGroupWords, ext, v0, be0);
+    if (tile < pairs) start_tile_seg<C, Ext>(in, tile, stage + kGroupWords, ext, v0, be0);
   }
-  if (threadIdx.x == 0) sh.g = blockIdx.x;
   if (threadIdx.x == 32) {
     sh.e = range ? szx::resolved_bound(bound, rel, range[0], range[1]) : bound;  // SzxBound
     sh.ef = szx::fast_bound(sh.e, T());
     sh.proof = szx::proof_threshold<T>(sh.e);
   }
   __syncthreads();
-  const std::uint64_t tile = sh.g;
   if (tile + 1 + pairs == ngroups && threadIdx.x == 0) {  // the last tile (it holds the last group)
     Result* const r = result_of(state, ngroups);
     r->bound = sh.e;

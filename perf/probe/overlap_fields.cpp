@@ -7,10 +7,13 @@
 // all threads' calls / their number. The totals (lead, mid, verbatim) of
 // every call are checked against the field's first, serial call. Then one
 // thread pipelining REL fields by hand (pipelined, below).
-//   build (from build-cuda's objects, as bench_szx links):
-//   nvcc_wrapper -O3 -DNDEBUG -DKSZ_HAVE_CUDA=1 -DKSZ_HAVE_SERIAL=1 -expt-extended-lambda \
-//     -expt-relaxed-constexpr -arch=sm_90 -std=c++17 -I. -isystem $KOKKOS/include \
-//     perf/probe/overlap_fields.cpp build-cuda/libksz.a $KOKKOS/lib/libkokkoscore.a -lcuda -lcudart -ldl
+//   build (after cmake/dev.sh build-cuda, against its library; K: the cached
+//   Kokkos CUDA install, ~/.cache/ksz/kokkos-3.4.1-cuda-*):
+//   $K/bin/nvcc_wrapper -O3 -DNDEBUG -DKOKKOS_DEPENDENCE -DKSZ_HAVE_CUDA=1 -DKSZ_HAVE_KOKKOSKERNELS=1 \
+//     -DKSZ_HAVE_SERIAL=1 -DKSZ_VERSION_STRING='"0.1.0"' -expt-extended-lambda -expt-relaxed-constexpr \
+//     -arch=sm_90 -std=c++17 -I. -Ibuild-cuda/perf -isystem $K/include perf/probe/overlap_fields.cpp \
+//     -o overlap_fields build-cuda/libksz.a $K/lib/libkokkoscontainers.a $K/lib/libkokkoscore.a \
+//     -L/usr/local/cuda/lib/stubs -lcuda -lcudart -ldl
 //   overlap_fields [reps=20]
 #include <cuda_runtime.h>
 
@@ -26,6 +29,7 @@
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "perf/common/harness.hpp"
+#include "portable/predict/szx/szx.hpp"
 
 using namespace ksz;
 using Mem = Kokkos::CudaSpace;
@@ -121,7 +125,8 @@ double pipelined(std::vector<Job>& jobs, Kokkos::Cuda& a, Kokkos::Cuda& b, int f
   range_of(0);
   std::atomic<int> launch_next{-1}, launched{0};
   std::atomic<bool> stop{false};
-  std::thread helper([&] {
+  std::thread helper;
+  if (late_us >= 0) helper = std::thread([&] {
     int last = -1;
     while (!stop.load()) {
       const int k = launch_next.load();
@@ -156,7 +161,7 @@ double pipelined(std::vector<Job>& jobs, Kokkos::Cuda& a, Kokkos::Cuda& b, int f
     }
   }
   stop.store(true);
-  helper.join();
+  if (helper.joinable()) helper.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (auto& e : ev) cudaEventDestroy(e);
   if (bad) std::printf("  %d fields' totals differ from the serial calls'\n", bad);
@@ -186,7 +191,7 @@ int main(int argc, char** argv) {
     j.lead = Kokkos::View<std::uint8_t*, Mem>("lead", nb * (kBlock / 4));
     j.kinds = Kokkos::View<std::uint8_t*, Mem>("kinds", nb);
     j.medians = Kokkos::View<float*, Mem>("medians", nb);
-    j.runs = Kokkos::View<std::uint8_t*, Mem>("runs", 2 * (n / 4096 + 64));
+    j.runs = Kokkos::View<std::uint8_t*, Mem>("runs", 2 * szx::run_count(nb, szx::run_blocks<float>(kBlock)));
     j.state = Kokkos::View<unsigned long long*, Mem>("state", j.state_bytes / 8 + 16);
     j.range = Kokkos::View<double*, Mem>("range", cuda_spec::kMinmaxBufDoubles);
   }
@@ -229,6 +234,11 @@ int main(int argc, char** argv) {
       }
     }
   }
-  for (auto& j : jobs) j.space.reset();
+  for (auto& j : jobs) {  // the instances before their streams
+    j.space.reset();
+    cudaStreamDestroy(j.stream);
+  }
+  cudaStreamDestroy(sa);
+  cudaStreamDestroy(sb);
   return 0;
 }
