@@ -7,13 +7,7 @@
 // all threads' calls / their number. The totals (lead, mid, verbatim) of
 // every call are checked against the field's first, serial call. Then one
 // thread pipelining REL fields by hand (pipelined, below).
-//   build (after cmake/dev.sh build-cuda, against its library; K: the cached
-//   Kokkos CUDA install, ~/.cache/ksz/kokkos-3.4.1-cuda-*):
-//   $K/bin/nvcc_wrapper -O3 -DNDEBUG -DKOKKOS_DEPENDENCE -DKSZ_HAVE_CUDA=1 -DKSZ_HAVE_KOKKOSKERNELS=1 \
-//     -DKSZ_HAVE_SERIAL=1 -DKSZ_VERSION_STRING='"0.1.0"' -expt-extended-lambda -expt-relaxed-constexpr \
-//     -arch=sm_90 -std=c++17 -I. -Ibuild-cuda/perf -isystem $K/include perf/probe/overlap_fields.cpp \
-//     -o overlap_fields build-cuda/libksz.a $K/lib/libkokkoscontainers.a $K/lib/libkokkoscore.a \
-//     -L/usr/local/cuda/lib/stubs -lcuda -lcudart -ldl
+//   built by the CUDA build (cmake/dev.sh build-cuda): build-cuda/perf/overlap_fields
 //   overlap_fields [reps=20]
 #include <cuda_runtime.h>
 
