@@ -377,7 +377,7 @@ bool szx_decode(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t block,
 // mn, mx (mn > mx where none is finite), so a bound that does not depend on
 // them (ABS) needs no pass over the input before. range_buf (where range is
 // null): the value-range pass is queued here, into range_buf, ahead of the
-// kernel.
+// kernel, or under REL a sample's range there (szx_speculation).
 struct SzxBound {
   double bound = 0;
   const double* range = nullptr;
@@ -414,6 +414,18 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
 // For tests: at most `ctas` CTAs for szx_decode_groups' offsets (0: as many
 // as are resident), so that a small field gives each thousands of groups.
 void szx_limit_offset_ctas(unsigned ctas);
+// REL float (16-byte aligned) in szx_compress_onepass: instead of the
+// value-range pass, the compressor codes under the bound of a sample's range
+// while it finds the field's, and keeps the bytes where they are provably
+// the field's bound's (else codes again under it): the stream is the same
+// either way. mode 0 never, 1 always, 2 (default) from 4 Mi values and not
+// for a few calls after a miss. counts: the speculative calls and those that
+// kept their bytes, since the process started.
+struct SzxSpeculation {
+  unsigned long long tried = 0, held = 0;
+};
+void szx_speculation(int mode);
+SzxSpeculation szx_speculation_counts();
 
 #endif  // KSZ_HAVE_CUDA
 

@@ -8,8 +8,11 @@
 #include <cuda_runtime.h>
 
 #include <cub/cub.cuh>
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -452,6 +455,13 @@ struct Result {
 // so that the groups' atomics do not queue on one address; where decoding
 // keeps its GroupArrays), zeroed with Result; 0: no finite value.
 constexpr int kRangeSlots = 16, kSlotWords = 16;
+// compress_kernel's FindRange: 0 the bound is given or its range read; kFind
+// the kernel finds the range (ABS); kSpeculate (REL float) it also codes
+// under a bound from a sample of the field's range (sample_range_kernel) and
+// leaves what tells whether the field's bound would have coded the same bytes
+// (note_radius; szx_compress_onepass checks it).
+constexpr int kFind = 1, kSpeculate = 2;
+constexpr unsigned kInfBits = 0x7f800000u;  // +inf's bits: no radius noted
 constexpr std::size_t kRangeSlotBytes = kRangeSlots * kSlotWords * 8;
 // The state buffer: two look-back state arrays (ngroups words each), Result,
 // then the decoder's GroupArrays.
@@ -671,6 +681,7 @@ struct Shared {
   double e, proof;
   T ef;
   T rmn[kWarps], rmx[kWarps];  // compression that finds the range: each warp's finite extremes
+  unsigned rs_bits;            // kSpeculate: the least radius noted (note_radius), as bits (+inf: none)
 };
 
 // Totals, written by the last group: `counts` packs all blocks' counts
@@ -747,17 +758,23 @@ __device__ __forceinline__ void copy_out_stage(std::uint8_t* __restrict__ payloa
 // Steps the two compressor layouts share (compress_group, compress_group_seg).
 // Thread 32: the group's finite extremes (each warp's, sh.rmn / sh.rmx) into
 // its range slot (the atomics not awaited).
-template <class T, class SHR>
+// kSpeculate: also the least radius the tile noted (sh.rs_bits) into the
+// slot's third word, as the maximum of its bits' complement (0: none noted).
+template <class T, int FindRange, class SHR>
 __device__ __forceinline__ void put_group_range(const SHR& sh, unsigned long long* state, std::uint64_t ngroups,
                                                 std::uint64_t g) {
   if (threadIdx.x != 32) return;
   T mn = sh.rmn[0], mx = sh.rmx[0];
 #pragma unroll
   for (int k = 1; k < kWarps; ++k) mn = MinOp{}(mn, sh.rmn[k]), mx = MaxOp{}(mx, sh.rmx[k]);
+  unsigned long long* const slot = range_slots(state, ngroups) + (g % kRangeSlots) * kSlotWords;
   if (mn <= mx) {  // a finite value
-    unsigned long long* const slot = range_slots(state, ngroups) + (g % kRangeSlots) * kSlotWords;
     atomicMax(slot, static_cast<unsigned long long>(~range_key(mn)));
     atomicMax(slot + 1, static_cast<unsigned long long>(range_key(mx)));
+  }
+  if constexpr (FindRange == kSpeculate) {
+    const unsigned bits = sh.rs_bits;
+    if (bits < kInfBits) atomicMax(slot + 2, ~static_cast<unsigned long long>(bits));
   }
 }
 // Warp 0: the group's block counts and mid-bytes published as look-back tile
@@ -839,7 +856,7 @@ __device__ __forceinline__ void put_group_heads(const SHR& sh, std::uint16_t* __
 // One group (double; float's partial group: its whole groups take
 // compress_group_seg). Full: every block of the group is whole and the input
 // 16-byte aligned, so the `valid` counts are the constant 4 and fold away.
-template <class T, int C, int NB, bool Full, bool FindRange, class SHR>
+template <class T, int C, int NB, bool Full, int FindRange, class SHR>
 __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                std::uint64_t ngroups,
                                                std::uint8_t* __restrict__ kinds, T* __restrict__ medians,
@@ -925,6 +942,19 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   const szx::BlockHead<T> head = szx::block_head<T>(hmn, hmx, sh.e);
   // Bit 0: constant; bit 1: the bound is proven for every value (szx::bound_proven).
   const int flags = int(head.constant) | (szx::bound_proven<T>(hmn, hmx, sh.proof) ? 2 : 0);
+  // kSpeculate (float): the lane's home block's radius rounded down where it
+  // is coded (note_radius), and whether a coded block missed.
+  bool missed = false;
+  float spec_r = std::numeric_limits<float>::infinity();
+  if constexpr (FindRange == kSpeculate) {
+    static_assert(sizeof(T) == 4, "speculation codes floats");
+    const int hj = home_block<NB>(lane);
+    bool fin_home = finite[0];
+#pragma unroll
+    for (int j = 1; j < NB; ++j) fin_home = hj == j ? finite[j] : fin_home;
+    if ((Full || b0 + hj < nb) && fin_home && !head.constant)
+      spec_r = fmaxf(__fsub_rd(hmx, head.median), __fsub_rd(head.median, hmn));
+  }
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
     const std::uint64_t b = b0 + j;
@@ -969,7 +999,9 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
                           szx::within(static_cast<double>(v[r][q]),
                                       static_cast<double>(szx::value_of<T>(code[r][q], m, shift)), sh.e));
         }
-        if (__all_sync(warp::kFull, ok)) {
+        const bool all_ok = __all_sync(warp::kFull, ok);
+        missed = missed || !all_ok;
+        if (all_ok) {
           kind = static_cast<std::uint8_t>(hd.len_bits);
           med = m;
           // Leading bytes (szx::leading_bytes: clz of the xor, at most min(nbytes, 3)).
@@ -1003,11 +1035,16 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       sh.med[w * NB + j] = med;
     }
   }
+  if constexpr (FindRange == kSpeculate) {  // every coded block's (a rare path)
+    const float r = warp::reduce_min(missed ? 0.f : spec_r);
+    if (lane == 0 && r < std::numeric_limits<float>::infinity())
+      atomicMin(&sh.rs_bits, __float_as_uint(r) & 0x7fffffffu);
+  }
   // Each chunk's lane offsets and sum (a block's mid-bytes add its chunks').
   const ChunkScan<R> chunks = scan_counts<R>(cnt);
   put_block_mids<C, NB>(chunks, sh.mid);
   __syncthreads();
-  if constexpr (FindRange) put_group_range<T>(sh, state, ngroups, g);
+  if constexpr (FindRange) put_group_range<T, FindRange>(sh, state, ngroups, g);
   GroupScan cs{}, ms{};
   publish_group<SH::kBlocks>(sh, state, ngroups, tile, cs, ms);
   __syncthreads();
@@ -1149,13 +1186,31 @@ struct Coded {
   int nbytes;
   std::uint8_t kind;
 };
+// Speculation (kSpeculate): a block coded under the sample's bound es codes
+// the same under the field's bound e (es <= e, the same exponent E, so the
+// same length and codes) unless e would make it constant or pass a value
+// that missed es. A coded block of more than kSignExp + 1 bits has a radius r
+// (szx::block_head's, rounded to nearest) with exponent above E, so r >= 2^(E+1)
+// and its true radius is above every double below 2^(E+1), e among them:
+// nothing to note. Others (rare) note their radius rounded down (at most the
+// true one; 0 where a value missed) into sh.rs_bits, whose least the host
+// compares with e (speculation_holds).
+template <class SHR>
+__device__ __forceinline__ void note_radius(SHR& sh, bool all_ok, float mn, float mx, float med) {
+  const float r = all_ok ? fmaxf(__fsub_rd(mx, med), __fsub_rd(med, mn)) : 0.f;
+  atomicMin(&sh.rs_bits, __float_as_uint(r) & 0x7fffffffu);
+}
+__device__ __forceinline__ bool radius_may_matter(bool all_ok, int len_bits) {
+  return !all_ok || len_bits <= szx::Bits<float>::kSignExp + 1;
+}
+
 // Kind, codes, leading codes and the block's mid-bytes, into sh (kind, med,
 // mid, at the group's blocks: from Base) and, with FindRange, each warp's
 // finite extremes (rmn, rmx; Base > 0, a tile's second group: folded into
 // the first's).
 // Ext: the block's extremes come in be (range_blocks_kernel's: NaN where the
 // block holds a NaN or an infinity) instead of from the values.
-template <int C, bool FindRange, bool Ext, int Base = 0, class SHR>
+template <int C, int FindRange, bool Ext, int Base = 0, class SHR>
 __device__ __forceinline__ Coded code_segment(const Layout<C>& L, const float (&v)[kValues], float2 be, SHR& sh) {
   constexpr int kSegs = Layout<C>::kSegs;
   static_assert(!(FindRange && Ext), "the range pass gave the extremes");
@@ -1215,6 +1270,8 @@ __device__ __forceinline__ Coded code_segment(const Layout<C>& L, const float (&
                              static_cast<double>(szx::value_of<float>(out.code[i], hd.median, shift)), sh.e);
   }
   const bool all_ok = L.all_of(ok);  // every lane votes
+  if constexpr (FindRange == kSpeculate)
+    if (coding && L.s == 0 && radius_may_matter(all_ok, hd.len_bits)) note_radius(sh, all_ok, mn, mx, hd.median);
   const bool coded = coding && all_ok;
   out.kind = !finite ? szx::kVerbatim
              : hd.constant ? szx::kConstant
@@ -1379,7 +1436,7 @@ __device__ __forceinline__ void put_segment(std::uint8_t kind, std::uint32_t lea
 
 // One float whole group by segments, from the thread's values v, as
 // look-back tile `tile`.
-template <int C, bool FindRange, bool Ext, class SHR>
+template <int C, int FindRange, bool Ext, class SHR>
 __device__ __forceinline__ void compress_group_seg(const float* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                    std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
                                                    float* __restrict__ medians, std::uint16_t* __restrict__ runs,
@@ -1395,12 +1452,12 @@ __device__ __forceinline__ void compress_group_seg(const float* __restrict__ in,
   const float2 be = Ext ? ext[g * SH::kBlocks + lay.jb] : float2{};
   const seg::Coded cd = seg::code_segment<C, FindRange, Ext>(lay, v, be, sh);
   __syncthreads();
-  if constexpr (FindRange) put_group_range<float>(sh, state, ngroups, g);
+  if constexpr (FindRange) put_group_range<float, FindRange>(sh, state, ngroups, g);
   GroupScan cs{}, ms{};
   publish_group<SH::kBlocks>(sh, state, ngroups, tile, cs, ms);
   __syncthreads();
   if (szx::is_coded(cd.kind))
-    seg::stage_run_all<FindRange>(cd, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(cd.excl),
+    seg::stage_run_all<FindRange != 0>(cd, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(cd.excl),
                                   stage);
   const std::uint64_t cb = resolve_group(sh, state, ngroups, tile, cs.sum);
   __syncthreads();
@@ -1475,7 +1532,7 @@ __device__ __forceinline__ std::uint64_t this_tile() { return blockIdx.x; }
 // groups' blocks (the second's from KB); segment 21 keeps a count a group.
 // The kernel started the loads before its first barrier (start_tile_seg): v
 // and be0 are the first group's values and block extremes.
-template <int C, bool FindRange, bool Ext, class SHR>
+template <int C, int FindRange, bool Ext, class SHR>
 __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                   std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
                                                   float* __restrict__ medians, std::uint16_t* __restrict__ runs,
@@ -1506,13 +1563,13 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   }
   __syncthreads();
   if (szx::is_coded(c0.kind))
-    seg::stage_run_all<FindRange>(c0, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(c0.excl),
+    seg::stage_run_all<FindRange != 0>(c0, static_cast<unsigned>(sh.mid_off[lay.jb]) + static_cast<unsigned>(c0.excl),
                                   stage);
   lead_keep[threadIdx.x] = c0.leadw;
   seg::take_ahead(ahead(), v);
   const seg::Coded c1 = seg::code_segment<C, FindRange, Ext, KB>(lay, v, be1, sh);
   __syncthreads();  // the second group's blocks in sh; the second half zeroed
-  if constexpr (FindRange) put_group_range<float>(sh, state, ngroups, this_tile());
+  if constexpr (FindRange) put_group_range<float, FindRange>(sh, state, ngroups, this_tile());
   std::uint64_t cs = 0;  // warp 0: the tile's packed block counts
   if (lay.w == 0) {
     const int lane = lay.lane;
@@ -1531,7 +1588,7 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
   }
   __syncthreads();
   if (szx::is_coded(c1.kind))
-    seg::stage_run_all<FindRange>(c1, static_cast<unsigned>(sh.mid_off[KB + lay.jb]) +
+    seg::stage_run_all<FindRange != 0>(c1, static_cast<unsigned>(sh.mid_off[KB + lay.jb]) +
                                           static_cast<unsigned>(c1.excl),
                                   stage);
   const std::uint64_t cb = resolve_group(sh, state, ngroups, this_tile(), cs);
@@ -1552,7 +1609,7 @@ __device__ __forceinline__ void compress_tile_seg(const float* __restrict__ in, 
 
 // The group with partial blocks (the last), out of line: inlined, its
 // register needs constrain the Full path's.
-template <class T, int C, int NB, bool FindRange, class SHR>
+template <class T, int C, int NB, int FindRange, class SHR>
 __device__ __noinline__ void compress_partial_group(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb,
                                                     std::uint64_t ngroups, std::uint8_t* __restrict__ kinds,
                                                     T* __restrict__ medians, std::uint16_t* __restrict__ runs,
@@ -1584,7 +1641,7 @@ std::uint64_t tile_pairs(std::uint64_t n, const void* in) {
 // input comes before. Ext (float): the whole groups' block extremes come from
 // ext (range_blocks_kernel's) instead of from their values. A CTA a look-back
 // tile (tile_pairs).
-template <class T, int C, int NB, bool FindRange, bool Ext>
+template <class T, int C, int NB, int FindRange, bool Ext>
 __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
     compress_kernel(const T* __restrict__ in, std::uint64_t n, std::uint64_t nb, std::uint64_t ngroups,
                     std::uint64_t pairs, double bound, const double* __restrict__ range, bool rel,
@@ -1592,6 +1649,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
                     std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload, std::uint64_t cap,
                     unsigned long long* __restrict__ state, const float2* __restrict__ ext) {
   static_assert(!Ext || sizeof(T) == 4, "block extremes of floats");
+  static_assert(FindRange != kSpeculate || sizeof(T) == 4, "speculation codes floats");
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
   constexpr int kTile = kPairs<T> ? 2 : 1;  // groups a tile's stage holds
@@ -1627,6 +1685,7 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
     sh.e = range ? szx::resolved_bound(bound, rel, range[0], range[1]) : bound;  // SzxBound
     sh.ef = szx::fast_bound(sh.e, T());
     sh.proof = szx::proof_threshold<T>(sh.e);
+    if constexpr (FindRange == kSpeculate) sh.rs_bits = kInfBits;
   }
   __syncthreads();
   if (tile + 1 + pairs == ngroups && threadIdx.x == 0) {  // the last tile (it holds the last group)
@@ -1744,6 +1803,47 @@ __global__ void __launch_bounds__(kRangeThreads, 2048 / kRangeThreads)
   }
 
   launch::finish_range<kRangeThreads>(gmn, gmx, parts, done, out);
+}
+
+// REL float, ahead of compress_kernel<..., kSpeculate, false>: the finite
+// extremes of a sample of the input, every `every`-th piece of kSamplePiece
+// values (16-byte aligned, whole pieces only: pieces of them), as
+// minmax_kernel leaves them in out (T's extremes where no value is finite or
+// none is sampled); the sample's range gives the bound the compressor codes
+// under. It also zeroes the compressor's zero_words of state (look-back
+// states, Result, range slots). A warp reads two pieces at a time, a lane
+// four 16-byte loads of each: small pieces spread the sample over the field
+// (pieces of 4,096 values, one a CTA, read at 2.3 TB/s and missed more).
+constexpr int kSampleThreads = 256;
+constexpr std::uint64_t kSamplePiece = 512;
+__global__ void __launch_bounds__(kSampleThreads)
+    sample_range_kernel(const float* __restrict__ in, std::uint64_t pieces, std::uint64_t every,
+                        unsigned long long* __restrict__ zero, std::uint64_t zero_words, float* __restrict__ parts,
+                        unsigned* __restrict__ done, double* __restrict__ out) {
+  const std::uint64_t stride = std::uint64_t(gridDim.x) * kSampleThreads;
+  for (std::uint64_t i = std::uint64_t(blockIdx.x) * kSampleThreads + threadIdx.x; i < zero_words; i += stride)
+    zero[i] = 0;
+  float mn = std::numeric_limits<float>::max(), mx = std::numeric_limits<float>::lowest();
+  const int lane = threadIdx.x & 31;
+  const std::uint64_t warps = stride / 32, sampled = (pieces + every - 1) / every;
+  const auto take = [&](const float4& x) {
+    const float v[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      if (v[i] - v[i] == 0.f) mn = v[i] < mn ? v[i] : mn, mx = v[i] > mx ? v[i] : mx;
+  };
+  for (std::uint64_t k = (std::uint64_t(blockIdx.x) * kSampleThreads + threadIdx.x) / 32; k < sampled;
+       k += 2 * warps) {
+    const bool second = k + warps < sampled;
+    const float4* const a = reinterpret_cast<const float4*>(in + k * every * kSamplePiece) + lane;
+    const float4* const b = reinterpret_cast<const float4*>(in + (second ? k + warps : k) * every * kSamplePiece) + lane;
+    float4 x[8];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) x[j] = __ldg(a + 32 * j), x[4 + j] = __ldg(b + 32 * j);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) take(x[j]);
+  }
+  launch::finish_range<kSampleThreads>(mn, mx, parts, done, out);
 }
 
 // Decoding finds each group's offsets (its blocks before it by kind, its
@@ -2577,6 +2677,69 @@ unsigned long long* state_of(const OnePassGrid& g, void* state, std::size_t stat
 // group) two an SM: fewer CTAs wait less at grid.sync (512^3 f32: 9 us against
 // 15 for 1,024 CTAs and 10 for one an SM).
 std::atomic<unsigned> offset_ctas_limit{0};
+
+// REL speculation (float, 16-byte aligned): the compressor codes under the
+// bound of a sample's range (sample_range_kernel: one piece in sample_every())
+// while it finds the field's range, instead of after a value-range pass. The
+// sample's range is within the field's, so its bound es is at most the
+// field's e; the bytes are those e codes where speculation_holds, else the
+// compressor runs again under e (the range known by then). After a miss the
+// next kSpecRest calls take the value-range pass (a field whose extremes a
+// sample misses is likely followed by more of its kind); szx_speculation
+// overrides (tests), as KSZ_SZX_SPECULATE=0/1 does.
+constexpr std::uint64_t kSpecMinValues = std::uint64_t(1) << 22;  // smaller fields: the pass is short
+constexpr int kSpecRest = 8;
+std::atomic<int> spec_mode{-1};  // -1: not yet read; 0 off, 1 always, 2 after kSpecRest calls past a miss
+std::atomic<int> spec_rest{0};
+std::atomic<unsigned long long> spec_tried{0}, spec_held{0};
+int speculation_mode() {
+  int m = spec_mode.load(std::memory_order_relaxed);
+  if (m < 0) {
+    const char* env = std::getenv("KSZ_SZX_SPECULATE");
+    m = env && env[0] == '0' ? 0 : env && env[0] == '1' ? 1 : 2;
+    int unset = -1;
+    if (!spec_mode.compare_exchange_strong(unset, m)) m = unset;
+  }
+  return m;
+}
+bool speculate_now(std::uint64_t n) {
+  const int m = speculation_mode();
+  if (m == 1) return true;
+  if (m == 0 || n < kSpecMinValues) return false;
+  int rest = spec_rest.load(std::memory_order_relaxed);
+  while (rest > 0)
+    if (spec_rest.compare_exchange_weak(rest, rest - 1)) return false;
+  return true;
+}
+// One piece of kSamplePiece values in this many (KSZ_SZX_SAMPLE_EVERY, perf):
+// at 512^3 f32 8,192 pieces, 16 MiB.
+std::uint64_t sample_every() {
+  static const std::uint64_t every = [] {
+    const char* env = std::getenv("KSZ_SZX_SAMPLE_EVERY");
+    const long v = env ? std::strtol(env, nullptr, 10) : 0;
+    return v > 0 ? static_cast<std::uint64_t>(v) : std::uint64_t(32);
+  }();
+  return every;
+}
+// Whether the bound es (the sample's) coded what e (the field's) codes: the
+// same bound, or es <= e of one exponent (szx::required_length: the same
+// lengths, so the same codes; a value within es is within e; a block constant
+// under es is under e) and no coded block's radius (rounded down, 0 where a
+// value missed es) at or below e, which would make it constant or code it.
+bool speculation_holds(double es, double e, float radius) {
+  if (es == e) return true;
+  return es > 0 && es < e && szx::exponent_of(es) == szx::exponent_of(e) && static_cast<double>(radius) > e;
+}
+void note_speculation(bool held) {
+  spec_tried.fetch_add(1, std::memory_order_relaxed);
+  if (held) spec_held.fetch_add(1, std::memory_order_relaxed);
+  else if (speculation_mode() == 2) spec_rest.store(kSpecRest, std::memory_order_relaxed);
+}
+float from_bits_f(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 template <class Kernel>
 unsigned offset_ctas(Kernel kernel, std::uint64_t ngroups, bool stored) {
   static const bool cooperative = [] {
@@ -2598,6 +2761,7 @@ unsigned offset_ctas(Kernel kernel, std::uint64_t ngroups, bool stored) {
 static_assert(sizeof(onepass::Result) + onepass::kRangeSlotBytes <= HostResult::kBytes, "one host result slot");
 struct RangeKeys {
   unsigned long long min = 0, max = 0;  // ~range_key(min), range_key(max); 0: no finite value
+  float radius = std::numeric_limits<float>::infinity();  // kSpeculate: the least coded radius (note_radius)
 };
 onepass::Result read_result(cudaStream_t st, const OnePassGrid& g, const unsigned long long* sp, const char* what,
                             RangeKeys* keys = nullptr) {
@@ -2612,6 +2776,8 @@ onepass::Result read_result(cudaStream_t st, const OnePassGrid& g, const unsigne
     for (int i = 0; i < onepass::kRangeSlots; ++i) {
       keys->min = std::max(keys->min, slots[i * onepass::kSlotWords]);
       keys->max = std::max(keys->max, slots[i * onepass::kSlotWords + 1]);
+      if (const unsigned long long w = slots[i * onepass::kSlotWords + 2])
+        keys->radius = std::min(keys->radius, from_bits_f(static_cast<std::uint32_t>(~w)));
     }
   }
   return *back.host<onepass::Result>();
@@ -2642,57 +2808,97 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   // zeroes the state too), else finite_minmax_to's.
   const bool pass = !find && !bound.range && bound.range_buf;
   const bool ext = pass && sizeof(T) == 4 && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0 && g.ext_bytes > 0;
+  // Or, under REL, a sample's range instead of the pass (speculate_now).
+  const bool spec = ext && bound.rel && speculate_now(n);
   KSZ_EXPECTS(!ext || state_bytes >= g.buffer_bytes(), "SZx one-pass state buffer too small for the block extremes");
   const double* const range = pass ? bound.range_buf : bound.range;
-  auto* const extp = ext ? reinterpret_cast<float2*>(static_cast<char*>(state) + g.ext_offset()) : nullptr;
+  auto* const extp = ext && !spec ? reinterpret_cast<float2*>(static_cast<char*>(state) + g.ext_offset()) : nullptr;
   // The look-back states and Result (and the range slots) start zeroed.
-  const std::size_t zero_bytes = g.result_word() * 8 + sizeof(onepass::Result) + (find ? onepass::kRangeSlotBytes : 0);
+  const std::size_t zero_bytes =
+      g.result_word() * 8 + sizeof(onepass::Result) + (find || spec ? onepass::kRangeSlotBytes : 0);
   if (pass && !ext) {
     KSZ_EXPECTS(finite_minmax_to<T>(space, in, n, bound.range_buf, bound.range_counter_zeroed),
                 "internal: the value-range kernel refused a case the SZx one-pass path took");
   }
   if (!ext) check(cudaMemsetAsync(sp, 0, zero_bytes, st), "szx state");
-  with_shape<T>(g, [&](auto c, auto nbw) {
-    constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
-    if constexpr (sizeof(T) == 4) {
-      if (ext) {
-        // minmax_kernel's layout of the value-range slot: the pair, the
-        // counter at byte 16, the CTAs' pairs from byte 32.
-        auto* const done = reinterpret_cast<unsigned*>(bound.range_buf + 2);
-        if (!bound.range_counter_zeroed) check(cudaMemsetAsync(done, 0, sizeof(unsigned), st), "szx range count");
-        const std::uint64_t nchunks = n / block * C;
-        constexpr int kUnitsPerCta = 4 * onepass::kRangeThreads / 32;  // four units a warp
-        const std::uint64_t want = (nchunks / 4 + kUnitsPerCta - 1) / kUnitsPerCta;
-        // As many CTAs as are resident at once (a grid-stride loop).
-        const std::uint64_t resident =
-            launch::resident_blocks(onepass::range_blocks_kernel<C>, onepass::kRangeThreads, 0);
-        const unsigned ctas = static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(want, resident)));
-        constexpr unsigned kMaxCtas = 4000;
-        static_assert(32 + 2 * sizeof(float) * kMaxCtas <= kMinmaxBufDoubles * sizeof(double),
-                      "the CTAs' pairs fit the value-range slot");
-        onepass::range_blocks_kernel<C><<<std::min(ctas, kMaxCtas), onepass::kRangeThreads, 0, st>>>(
-            in, n, nchunks, extp, sp, zero_bytes / 8, reinterpret_cast<float*>(bound.range_buf + 4), done,
-            bound.range_buf);
-        check(cudaGetLastError(), "szx range_blocks_kernel");
+  // The compressor: FindRange mode `mode`, its bound given (b, rel) or from
+  // the extremes at rng.
+  const auto compress = [&](int mode, double b, const double* rng, bool rel) {
+    with_shape<T>(g, [&](auto c, auto nbw) {
+      constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
+      auto kernel = onepass::compress_kernel<T, C, NB, 0, false>;
+      if (mode == onepass::kFind) kernel = onepass::compress_kernel<T, C, NB, onepass::kFind, false>;
+      if constexpr (sizeof(T) == 4) {
+        if (mode == onepass::kSpeculate) kernel = onepass::compress_kernel<T, C, NB, onepass::kSpeculate, false>;
+        else if (extp) kernel = onepass::compress_kernel<T, C, NB, 0, true>;
       }
+      const std::uint64_t pairs = onepass::tile_pairs<T, C, NB>(n, in);
+      kernel<<<static_cast<unsigned>(g.ngroups - pairs), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, pairs, b, rng,
+                                                                           rel, kinds, medians, runs, lead, payload,
+                                                                           payload_bytes, sp, extp);
+    });
+  };
+  if (ext) {
+    // minmax_kernel's layout of the value-range slot: the pair, the counter
+    // at byte 16, the CTAs' pairs from byte 32.
+    auto* const done = reinterpret_cast<unsigned*>(bound.range_buf + 2);
+    auto* const parts = reinterpret_cast<float*>(bound.range_buf + 4);
+    if (!bound.range_counter_zeroed) check(cudaMemsetAsync(done, 0, sizeof(unsigned), st), "szx range count");
+    constexpr unsigned kMaxCtas = 4000;
+    static_assert(32 + 2 * sizeof(float) * kMaxCtas <= kMinmaxBufDoubles * sizeof(double),
+                  "the CTAs' pairs fit the value-range slot");
+    if (spec) {
+      const std::uint64_t pieces = n / onepass::kSamplePiece, every = sample_every();
+      constexpr std::uint64_t kPiecesPerCta = 2 * onepass::kSampleThreads / 32;  // two a warp
+      const std::uint64_t want = ((pieces + every - 1) / every + kPiecesPerCta - 1) / kPiecesPerCta;
+      const std::uint64_t resident =
+          launch::resident_blocks(onepass::sample_range_kernel, onepass::kSampleThreads, 0);
+      const unsigned ctas = static_cast<unsigned>(std::clamp<std::uint64_t>(want, 1, std::min<std::uint64_t>(resident, kMaxCtas)));
+      onepass::sample_range_kernel<<<ctas, onepass::kSampleThreads, 0, st>>>(
+          reinterpret_cast<const float*>(in), pieces, every, sp, zero_bytes / 8, parts, done, bound.range_buf);
+      check(cudaGetLastError(), "szx sample_range_kernel");
+    } else {
+      with_shape<T>(g, [&](auto c, auto) {
+        if constexpr (sizeof(T) == 4) {
+          constexpr int C = decltype(c)::value;
+          const std::uint64_t nchunks = n / block * C;
+          constexpr int kUnitsPerCta = 4 * onepass::kRangeThreads / 32;  // four units a warp
+          const std::uint64_t want = (nchunks / 4 + kUnitsPerCta - 1) / kUnitsPerCta;
+          // As many CTAs as are resident at once (a grid-stride loop).
+          const std::uint64_t resident =
+              launch::resident_blocks(onepass::range_blocks_kernel<C>, onepass::kRangeThreads, 0);
+          const unsigned ctas = static_cast<unsigned>(std::max<std::uint64_t>(1, std::min(want, resident)));
+          onepass::range_blocks_kernel<C><<<std::min(ctas, kMaxCtas), onepass::kRangeThreads, 0, st>>>(
+              in, n, nchunks, extp, sp, zero_bytes / 8, parts, done, bound.range_buf);
+          check(cudaGetLastError(), "szx range_blocks_kernel");
+        }
+      });
     }
-    const auto kernel = find  ? onepass::compress_kernel<T, C, NB, true, false>
-                        : ext ? onepass::compress_kernel<T, C, NB, false, sizeof(T) == 4>
-                              : onepass::compress_kernel<T, C, NB, false, false>;
-    const std::uint64_t pairs = onepass::tile_pairs<T, C, NB>(n, in);
-    kernel<<<static_cast<unsigned>(g.ngroups - pairs), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, pairs, bound.bound,
-                                                                         range, bound.rel, kinds, medians, runs,
-                                                                         lead, payload, payload_bytes, sp, extp);
-  });
+  }
+  compress(spec ? onepass::kSpeculate : find ? onepass::kFind : 0, bound.bound, range, bound.rel);
   RangeKeys keys;
-  const onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel", find ? &keys : nullptr);
+  onepass::Result r = read_result(st, g, sp, "szx onepass compress_kernel", find || spec ? &keys : nullptr);
   bound.mn = r.mn, bound.mx = r.mx, bound.used = r.bound;
-  if (find) {
+  if (find || spec) {
     if (keys.max == 0) {  // no finite value: T's extremes, as finite_minmax_to leaves them
       bound.mn = std::numeric_limits<T>::max(), bound.mx = std::numeric_limits<T>::lowest();
     } else {
       bound.mn = onepass::of_range_key<T>(~keys.min), bound.mx = onepass::of_range_key<T>(keys.max);
     }
+  }
+  if (spec) {
+    // The field's bound, as the kernel would have resolved it from the
+    // value-range pass; the bytes stand where it codes them alike
+    // (speculation_holds), else the compressor again under it.
+    const double e = szx::resolved_bound(bound.bound, true, bound.mn, bound.mx);
+    const bool holds = speculation_holds(r.bound, e, keys.radius);
+    note_speculation(holds);
+    if (!holds) {
+      check(cudaMemsetAsync(sp, 0, zero_bytes, st), "szx state");
+      compress(onepass::kFind, e, nullptr, false);
+      r = read_result(st, g, sp, "szx onepass compress_kernel", &keys);
+    }
+    bound.used = holds ? e : r.bound;
   }
   totals = SzxOffsets{r.lead, r.mid, r.verb};
   fits = !(r.status & onepass::kOverflow) && r.mid + r.verb * sizeof(T) <= payload_bytes;
@@ -2757,6 +2963,14 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
 }
 
 void szx_limit_offset_ctas(unsigned ctas) { offset_ctas_limit.store(ctas, std::memory_order_relaxed); }
+
+void szx_speculation(int mode) {
+  spec_mode.store(mode, std::memory_order_relaxed);
+  spec_rest.store(0, std::memory_order_relaxed);
+}
+SzxSpeculation szx_speculation_counts() {
+  return SzxSpeculation{spec_tried.load(std::memory_order_relaxed), spec_held.load(std::memory_order_relaxed)};
+}
 
 #define KSZ_SZX_CUDA(T)                                                                                          \
   template bool szx_plan<T>(const Kokkos::Cuda&, const T*, std::uint64_t, std::uint32_t, double, std::uint8_t*, \

@@ -15,6 +15,9 @@
 // again.
 #include "perf/common/harness.hpp"
 #include "src/pipeline/szx_pipeline.hpp"
+#if defined(KSZ_HAVE_CUDA)
+#include "cuda_specializations/cuda_specializations.hpp"
+#endif
 
 namespace {
 
@@ -82,12 +85,29 @@ int main(int argc, char** argv) {
               Options opt = c.options(b);
               opt.predictor = PredictorId::SZx;
               opt.szx_block = std::uint32_t(std::stoul(blk));
+#if defined(KSZ_HAVE_CUDA)
+              const cuda_spec::SzxSpeculation before = cuda_spec::szx_speculation_counts();
+#endif
               perf::Result r = perf::measure<pipeline::SzxPipeline<Space>>(space, f, opt, c.reps, c.track_memory,
                                                                             "szx", "szx b" + blk);
               r.extra.emplace_back("block", blk);
               const std::string line = resident ? measure_resident(space, f, opt, c.reps, r) : "";
+#if defined(KSZ_HAVE_CUDA)
+              // REL on CUDA: how many compressions coded under a sample's bound
+              // and kept their bytes (cuda_spec::szx_speculation).
+              const cuda_spec::SzxSpeculation after = cuda_spec::szx_speculation_counts();
+              if (after.tried > before.tried) {
+                r.extra.emplace_back("speculation_tried", std::to_string(after.tried - before.tried));
+                r.extra.emplace_back("speculation_held", std::to_string(after.held - before.held));
+              }
+#endif
               out.add(r);
               std::printf("%s", line.c_str());
+#if defined(KSZ_HAVE_CUDA)
+              if (after.tried > before.tried)
+                std::printf("  REL speculation: %llu of %llu compressions kept the sample's bound's bytes\n",
+                            after.held - before.held, after.tried - before.tried);
+#endif
             }
         });
       });

@@ -25,6 +25,16 @@ namespace {
 
 #if defined(KSZ_HAVE_CUDA)
 
+// SZx under REL 1e-3 with blocks of `block`.
+Options szx_rel_1e3(std::uint32_t block) {
+  Options opt;
+  opt.mode = ErrorMode::REL;
+  opt.bound = 1e-3;
+  opt.predictor = PredictorId::SZx;
+  opt.szx_block = block;
+  return opt;
+}
+
 template <class T>
 void expect_same_as_portable(const std::vector<T>& field, const Dims& dims, Options opt, const std::string& what) {
   SpecGuard guard;
@@ -212,11 +222,7 @@ TEST(CudaSpecializations, SzxRangePassLargeF32) {
   for (std::uint64_t i = 12345; i < f.size(); i += 777777) f[i] = (i / 777777) % 2 ? nan : -inf;
   f[8999999] = 90.f, f[4500001] = -90.f;
   for (const std::uint32_t block : {128u, 256u, 512u}) {
-    Options opt;
-    opt.mode = ErrorMode::REL;
-    opt.bound = 1e-3;
-    opt.predictor = PredictorId::SZx;
-    opt.szx_block = block;
+    const Options opt = szx_rel_1e3(block);
     expect_same_as_portable(f, d, opt, "szx large rel b" + std::to_string(block));
     const Dims small = dims_of({5000});
     const std::vector<float> s = make_field<float>(Pattern::Smooth, small, 3);
@@ -282,6 +288,65 @@ struct Lcg {
     return static_cast<std::uint32_t>(seed >> 32);
   }
 };
+
+// REL speculation (cuda_spec::szx_speculation): the compressor codes under
+// the bound of a sample's range (one piece of 512 values in 32: values 0-511,
+// 16384-16895, ...) and keeps its bytes only where the field's bound codes the same,
+// else codes again. Fields built so that each outcome happens: the sample
+// misses the maximum but not its bound's exponent (kept, also with blocks whose
+// radius is of that exponent but above both bounds); the missed maximum
+// moves the exponent (again); a block whose radius lies between the two
+// bounds (again: constant under the field's); no finite value sampled (again);
+// a constant field (the same bound). Every stream equals the portable one.
+TEST(CudaSpecializations, SzxSpeculationKeepsOnlyTheFieldsBytes) {
+  struct Mode {
+    ~Mode() { cuda_spec::szx_speculation(2); }
+  } mode;
+  cuda_spec::szx_speculation(1);
+  constexpr std::uint64_t kPiece = 512, kEvery = 32;
+  const Dims d = dims_of({std::uint64_t(1) << 20});
+  Lcg next{5};
+  std::vector<float> noisy(d.count());
+  for (float& x : noisy) x = static_cast<float>(next() >> 8) * 0x1p-23f - 1.f;  // [-1, 1)
+  noisy[100] = 1.25f;  // sampled: the sample's range about 2.25, its bound 2.25e-3
+  struct Case {
+    const char* what;
+    std::vector<float> f;
+    bool held;
+  };
+  std::vector<Case> cases;
+  {
+    std::vector<float> f = noisy;
+    f[6000] = 1.5f;  // unsampled: the field's bound 2.5e-3, of the same exponent
+    cases.push_back({"missed maximum, same exponent", f, true});
+    f[6000] = 4.f;  // 5e-3: the next exponent
+    cases.push_back({"missed maximum, next exponent", f, false});
+    f[6000] = 1.5f;
+    for (std::uint64_t i = 0; i < 512; ++i)  // whole blocks of 0.5 +- 3e-3: of the bounds' exponent, above both
+      f[4608 + i] = i % 2 ? 0.503f : 0.497f;
+    cases.push_back({"a radius above the bounds, of their exponent", f, true});
+    for (std::uint64_t i = 0; i < 512; ++i)  // 0.5 +- 2.4e-3: constant under 2.5e-3, not under 2.25e-3
+      f[4608 + i] = i % 2 ? 0.5024f : 0.4976f;
+    cases.push_back({"a radius between the bounds", f, false});
+  }
+  {
+    std::vector<float> f = noisy;
+    for (std::uint64_t p = 0; p < f.size() / kPiece; p += kEvery)
+      std::fill(f.begin() + p * kPiece, f.begin() + (p + 1) * kPiece, std::numeric_limits<float>::quiet_NaN());
+    cases.push_back({"no finite value sampled", f, false});
+  }
+  cases.push_back({"constant", std::vector<float>(d.count(), 3.f), true});
+  for (const Case& c : cases)
+    for (const std::uint32_t block : {128u, 256u, 512u}) {
+      const Options opt = szx_rel_1e3(block);
+      const cuda_spec::SzxSpeculation before = cuda_spec::szx_speculation_counts();
+      const std::string what = std::string(c.what) + ", blocks of " + std::to_string(block);
+      expect_same_as_portable(c.f, d, opt, what);
+      const cuda_spec::SzxSpeculation after = cuda_spec::szx_speculation_counts();
+      EXPECT_EQ(after.tried - before.tried, 1u) << what;
+      EXPECT_EQ(after.held - before.held, c.held ? 1u : 0u) << what;
+    }
+}
 
 // finite_minmax_to leaves its counter zeroed, launched or refused: a buffer
 // handed back with counter_zeroed (no memset) gives every later call the
