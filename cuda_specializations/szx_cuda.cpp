@@ -1806,8 +1806,8 @@ __global__ void __launch_bounds__(kRangeThreads, 2048 / kRangeThreads)
 }
 
 // REL float, ahead of compress_kernel<..., kSpeculate, false>: the finite
-// extremes of a sample of the input, every `every`-th piece of kSamplePiece
-// values (16-byte aligned, whole pieces only: pieces of them), as
+// extremes of a sample of the input, every `every`-th of its `pieces` whole
+// pieces of kSamplePiece values (in 16-byte aligned), as
 // minmax_kernel leaves them in out (T's extremes where no value is finite or
 // none is sampled); the sample's range gives the bound the compressor codes
 // under. It also zeroes the compressor's zero_words of state (look-back
@@ -2724,8 +2724,9 @@ std::uint64_t sample_every() {
 // Whether the bound es (the sample's) coded what e (the field's) codes: the
 // same bound, or es <= e of one exponent (szx::required_length: the same
 // lengths, so the same codes; a value within es is within e; a block constant
-// under es is under e) and no coded block's radius (rounded down, 0 where a
-// value missed es) at or below e, which would make it constant or code it.
+// under es is under e) and no coded block's noted radius (rounded down, 0
+// where a value missed es) at or below e, where e might make it constant or
+// keep a value es made the block verbatim for.
 bool speculation_holds(double es, double e, float radius) {
   if (es == e) return true;
   return es > 0 && es < e && szx::exponent_of(es) == szx::exponent_of(e) && static_cast<double>(radius) > e;
