@@ -419,8 +419,10 @@ void szx_limit_offset_ctas(unsigned ctas);
 // while it finds the field's, and keeps the bytes where they are provably
 // the field's bound's (else codes again under it): the stream is the same
 // either way. mode 0 never, 1 always, 2 (default) from 4 Mi values and not
-// for a few calls after a miss. counts: the speculative calls and those that
-// kept their bytes, since the process started.
+// for 8 calls after a miss (16, 32, ... up to 256 after further misses in a
+// row; 8 again after a kept one). Setting a mode ends any rest. counts: the
+// speculative calls and those that kept their bytes, since the process
+// started.
 struct SzxSpeculation {
   unsigned long long tried = 0, held = 0;
 };

@@ -2684,13 +2684,16 @@ std::atomic<unsigned> offset_ctas_limit{0};
 // sample's range is within the field's, so its bound es is at most the
 // field's e; the bytes are those e codes where speculation_holds, else the
 // compressor runs again under e (the range known by then). After a miss the
-// next kSpecRest calls take the value-range pass (a field whose extremes a
-// sample misses is likely followed by more of its kind); szx_speculation
-// overrides (tests), as KSZ_SZX_SPECULATE=0/1 does.
+// next calls take the value-range pass (a field whose extremes a sample
+// misses is likely followed by more of its kind): kSpecRest of them, twice
+// as many after each further miss in a row (at most kSpecRestMax), so that a
+// run of such fields pays the second compressor ever more rarely, and
+// kSpecRest again after a kept speculation. szx_speculation overrides
+// (tests), as KSZ_SZX_SPECULATE=0/1 does.
 constexpr std::uint64_t kSpecMinValues = std::uint64_t(1) << 22;  // smaller fields: the pass is short
-constexpr int kSpecRest = 8;
-std::atomic<int> spec_mode{-1};  // -1: not yet read; 0 off, 1 always, 2 after kSpecRest calls past a miss
-std::atomic<int> spec_rest{0};
+constexpr int kSpecRest = 8, kSpecRestMax = 256;
+std::atomic<int> spec_mode{-1};  // -1: not yet read; 0 off, 1 always, 2 resting after a miss
+std::atomic<int> spec_rest{0}, spec_next_rest{kSpecRest};
 std::atomic<unsigned long long> spec_tried{0}, spec_held{0};
 int speculation_mode() {
   int m = spec_mode.load(std::memory_order_relaxed);
@@ -2733,8 +2736,14 @@ bool speculation_holds(double es, double e, float radius) {
 }
 void note_speculation(bool held) {
   spec_tried.fetch_add(1, std::memory_order_relaxed);
-  if (held) spec_held.fetch_add(1, std::memory_order_relaxed);
-  else if (speculation_mode() == 2) spec_rest.store(kSpecRest, std::memory_order_relaxed);
+  if (held) {
+    spec_held.fetch_add(1, std::memory_order_relaxed);
+    spec_next_rest.store(kSpecRest, std::memory_order_relaxed);
+  } else if (speculation_mode() == 2) {
+    const int rest = spec_next_rest.load(std::memory_order_relaxed);
+    spec_rest.store(rest, std::memory_order_relaxed);
+    spec_next_rest.store(std::min(2 * rest, kSpecRestMax), std::memory_order_relaxed);
+  }
 }
 float from_bits_f(std::uint32_t u) {
   float f;
@@ -2968,6 +2977,7 @@ void szx_limit_offset_ctas(unsigned ctas) { offset_ctas_limit.store(ctas, std::m
 void szx_speculation(int mode) {
   spec_mode.store(mode, std::memory_order_relaxed);
   spec_rest.store(0, std::memory_order_relaxed);
+  spec_next_rest.store(kSpecRest, std::memory_order_relaxed);
 }
 SzxSpeculation szx_speculation_counts() {
   return SzxSpeculation{spec_tried.load(std::memory_order_relaxed), spec_held.load(std::memory_order_relaxed)};

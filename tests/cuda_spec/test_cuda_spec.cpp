@@ -348,6 +348,50 @@ TEST(CudaSpecializations, SzxSpeculationKeepsOnlyTheFieldsBytes) {
     }
 }
 
+// The default speculation policy: from 4 Mi values; after a miss the next 8
+// calls take the value-range pass, 16 after a second miss in a row, and a
+// kept speculation brings the rest back to 8. A field whose one spike the
+// sample misses, and the same field without it (kept); every stream of a
+// field equals its first, whichever way it was made.
+TEST(CudaSpecializations, SzxSpeculationRestsAfterMisses) {
+  struct Mode {
+    ~Mode() { cuda_spec::szx_speculation(2); }
+  } mode;
+  cuda_spec::szx_speculation(2);
+  const Dims d = dims_of({std::uint64_t(1) << 22});
+  Lcg next{7};
+  std::vector<float> plain(d.count());
+  for (float& x : plain) x = static_cast<float>(next() >> 8) * 0x1p-23f - 1.f;
+  std::vector<float> spiky = plain;
+  spiky[6000] = 100.f;  // unsampled (pieces 0-511, 16384-16895, ...): 50 times the sampled range
+  // (field, whether the call speculates): a miss, a rest of 8, kept, a miss
+  // and a rest of 8 again, a miss and a rest of 16, a miss.
+  std::vector<std::pair<const std::vector<float>*, bool>> calls = {{&spiky, true}};
+  for (int i = 0; i < 8; ++i) calls.push_back({&plain, false});
+  calls.push_back({&plain, true});
+  calls.push_back({&spiky, true});
+  for (int i = 0; i < 8; ++i) calls.push_back({&spiky, false});
+  calls.push_back({&spiky, true});
+  for (int i = 0; i < 16; ++i) calls.push_back({&spiky, false});
+  calls.push_back({&spiky, true});
+  Options opt = szx_rel_1e3(128);
+  opt.backend = Backend::Cuda;
+  Bytes first_plain, first_spiky;
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const std::vector<float>& f = *calls[i].first;
+    const cuda_spec::SzxSpeculation before = cuda_spec::szx_speculation_counts();
+    const auto stream = compress(f.data(), DType::F32, d, opt);
+    const cuda_spec::SzxSpeculation after = cuda_spec::szx_speculation_counts();
+    const bool is_plain = &f == &plain;
+    EXPECT_EQ(after.tried - before.tried, calls[i].second ? 1u : 0u) << "call " << i;
+    EXPECT_EQ(after.held - before.held, calls[i].second && is_plain ? 1u : 0u) << "call " << i;
+    Bytes& first = is_plain ? first_plain : first_spiky;
+    if (first.empty()) first = stream;
+    EXPECT_TRUE(stream == first) << "call " << i << ": the stream differs from the field's first";
+  }
+  expect_same_as_portable(spiky, d, szx_rel_1e3(128), "the spiky field");
+}
+
 // finite_minmax_to leaves its counter zeroed, launched or refused: a buffer
 // handed back with counter_zeroed (no memset) gives every later call the
 // right extremes. The first call, refused (n = 0), meets a buffer of
