@@ -12,7 +12,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -2745,11 +2744,6 @@ void note_speculation(bool held) {
     spec_next_rest.store(std::min(2 * rest, kSpecRestMax), std::memory_order_relaxed);
   }
 }
-float from_bits_f(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 template <class Kernel>
 unsigned offset_ctas(Kernel kernel, std::uint64_t ngroups, bool stored) {
   static const bool cooperative = [] {
@@ -2787,7 +2781,7 @@ onepass::Result read_result(cudaStream_t st, const OnePassGrid& g, const unsigne
       keys->min = std::max(keys->min, slots[i * onepass::kSlotWords]);
       keys->max = std::max(keys->max, slots[i * onepass::kSlotWords + 1]);
       if (const unsigned long long w = slots[i * onepass::kSlotWords + 2])
-        keys->radius = std::min(keys->radius, from_bits_f(static_cast<std::uint32_t>(~w)));
+        keys->radius = std::min(keys->radius, szx::from_bits<float>(static_cast<std::uint32_t>(~w)));
     }
   }
   return *back.host<onepass::Result>();
