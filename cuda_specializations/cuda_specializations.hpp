@@ -414,7 +414,7 @@ bool szx_decode_groups(const Kokkos::Cuda& space, std::uint64_t n, std::uint32_t
 // For tests: at most `ctas` CTAs for szx_decode_groups' offsets (0: as many
 // as are resident), so that a small field gives each thousands of groups.
 void szx_limit_offset_ctas(unsigned ctas);
-// REL float (16-byte aligned) in szx_compress_onepass: instead of the
+// REL (float or double, 16-byte aligned) in szx_compress_onepass: instead of the
 // value-range pass, the compressor codes under the bound of a sample's range
 // while it finds the field's, and keeps the bytes where they are provably
 // the field's bound's (else codes again under it): the stream is the same

@@ -455,7 +455,7 @@ struct Result {
 // keeps its GroupArrays), zeroed with Result; 0: no finite value.
 constexpr int kRangeSlots = 16, kSlotWords = 16;
 // compress_kernel's FindRange: 0 the bound is given or its range read; kFind
-// the kernel finds the range (ABS); kSpeculate (REL float) it also codes
+// the kernel finds the range (ABS); kSpeculate (REL) it also codes
 // under a bound from a sample of the field's range (sample_range_kernel) and
 // leaves what tells whether the field's bound would have coded the same bytes
 // (note_radius; szx_compress_onepass checks it).
@@ -852,6 +852,30 @@ __device__ __forceinline__ void put_group_heads(const SHR& sh, std::uint16_t* __
   }
 }
 
+// Speculation (kSpeculate): a block coded under the sample's bound es codes
+// the same under the field's bound e (es <= e, the same exponent E, so the
+// same length and codes) unless e would make it constant or pass a value
+// that missed es. A coded block of more than kSignExp + 1 bits has a radius r
+// (szx::block_head's, rounded to nearest) with exponent above E, so r >= 2^(E+1)
+// and its true radius is above every double below 2^(E+1), e among them:
+// nothing to note. Others (rare) note their radius rounded down (at most the
+// true one, as a float; 0 where a value missed) into sh.rs_bits, whose least
+// the host compares with e (speculation_holds).
+__device__ __forceinline__ float radius_down(float mn, float mx, float med) {
+  return fmaxf(__fsub_rd(mx, med), __fsub_rd(med, mn));
+}
+__device__ __forceinline__ float radius_down(double mn, double mx, double med) {
+  return __double2float_rd(fmax(__dsub_rd(mx, med), __dsub_rd(med, mn)));
+}
+template <class SHR>
+__device__ __forceinline__ void note_radius(SHR& sh, bool all_ok, float mn, float mx, float med) {
+  const float r = all_ok ? radius_down(mn, mx, med) : 0.f;
+  atomicMin(&sh.rs_bits, __float_as_uint(r) & 0x7fffffffu);
+}
+__device__ __forceinline__ bool radius_may_matter(bool all_ok, int len_bits) {
+  return !all_ok || len_bits <= szx::Bits<float>::kSignExp + 1;
+}
+
 // One group (double; float's partial group: its whole groups take
 // compress_group_seg). Full: every block of the group is whole and the input
 // 16-byte aligned, so the `valid` counts are the constant 4 and fold away.
@@ -941,18 +965,18 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   const szx::BlockHead<T> head = szx::block_head<T>(hmn, hmx, sh.e);
   // Bit 0: constant; bit 1: the bound is proven for every value (szx::bound_proven).
   const int flags = int(head.constant) | (szx::bound_proven<T>(hmn, hmx, sh.proof) ? 2 : 0);
-  // kSpeculate (float): the lane's home block's radius rounded down where it
-  // is coded (note_radius), and whether a coded block missed.
+  // kSpeculate: the lane's home block's radius rounded down where it is
+  // coded and may matter (radius_may_matter, note_radius), and whether a
+  // coded block missed.
   bool missed = false;
   float spec_r = std::numeric_limits<float>::infinity();
   if constexpr (FindRange == kSpeculate) {
-    static_assert(sizeof(T) == 4, "speculation codes floats");
     const int hj = home_block<NB>(lane);
     bool fin_home = finite[0];
 #pragma unroll
     for (int j = 1; j < NB; ++j) fin_home = hj == j ? finite[j] : fin_home;
-    if ((Full || b0 + hj < nb) && fin_home && !head.constant)
-      spec_r = fmaxf(__fsub_rd(hmx, head.median), __fsub_rd(head.median, hmn));
+    if ((Full || b0 + hj < nb) && fin_home && !head.constant && head.len_bits <= szx::Bits<T>::kSignExp + 1)
+      spec_r = radius_down(hmn, hmx, head.median);
   }
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
@@ -1034,7 +1058,7 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       sh.med[w * NB + j] = med;
     }
   }
-  if constexpr (FindRange == kSpeculate) {  // every coded block's (a rare path)
+  if constexpr (FindRange == kSpeculate) {  // the warp's least
     const float r = warp::reduce_min(missed ? 0.f : spec_r);
     if (lane == 0 && r < std::numeric_limits<float>::infinity())
       atomicMin(&sh.rs_bits, __float_as_uint(r) & 0x7fffffffu);
@@ -1185,24 +1209,6 @@ struct Coded {
   int nbytes;
   std::uint8_t kind;
 };
-// Speculation (kSpeculate): a block coded under the sample's bound es codes
-// the same under the field's bound e (es <= e, the same exponent E, so the
-// same length and codes) unless e would make it constant or pass a value
-// that missed es. A coded block of more than kSignExp + 1 bits has a radius r
-// (szx::block_head's, rounded to nearest) with exponent above E, so r >= 2^(E+1)
-// and its true radius is above every double below 2^(E+1), e among them:
-// nothing to note. Others (rare) note their radius rounded down (at most the
-// true one; 0 where a value missed) into sh.rs_bits, whose least the host
-// compares with e (speculation_holds).
-template <class SHR>
-__device__ __forceinline__ void note_radius(SHR& sh, bool all_ok, float mn, float mx, float med) {
-  const float r = all_ok ? fmaxf(__fsub_rd(mx, med), __fsub_rd(med, mn)) : 0.f;
-  atomicMin(&sh.rs_bits, __float_as_uint(r) & 0x7fffffffu);
-}
-__device__ __forceinline__ bool radius_may_matter(bool all_ok, int len_bits) {
-  return !all_ok || len_bits <= szx::Bits<float>::kSignExp + 1;
-}
-
 // Kind, codes, leading codes and the block's mid-bytes, into sh (kind, med,
 // mid, at the group's blocks: from Base) and, with FindRange, each warp's
 // finite extremes (rmn, rmx; Base > 0, a tile's second group: folded into
@@ -1648,7 +1654,6 @@ __global__ void __launch_bounds__(kThreads, kOnePassBlocksPerSm<T>)
                     std::uint8_t* __restrict__ lead, std::uint8_t* __restrict__ payload, std::uint64_t cap,
                     unsigned long long* __restrict__ state, const float2* __restrict__ ext) {
   static_assert(!Ext || sizeof(T) == 4, "block extremes of floats");
-  static_assert(FindRange != kSpeculate || sizeof(T) == 4, "speculation codes floats");
   using SH = Shape<T, C, NB>;
   using U = typename SH::U;
   constexpr int kTile = kPairs<T> ? 2 : 1;  // groups a tile's stage holds
@@ -1804,39 +1809,45 @@ __global__ void __launch_bounds__(kRangeThreads, 2048 / kRangeThreads)
   launch::finish_range<kRangeThreads>(gmn, gmx, parts, done, out);
 }
 
-// REL float, ahead of compress_kernel<..., kSpeculate, false>: the finite
+// REL, ahead of compress_kernel<..., kSpeculate, false>: the finite
 // extremes of a sample of the input, every `every`-th of its `pieces` whole
-// pieces of kSamplePiece values (in 16-byte aligned), as
+// pieces of kSamplePiece<T> values (2 KiB; in 16-byte aligned), as
 // minmax_kernel leaves them in out (T's extremes where no value is finite or
 // none is sampled); the sample's range gives the bound the compressor codes
 // under. It also zeroes the compressor's zero_words of state (look-back
 // states, Result, range slots). A warp reads two pieces at a time, a lane
 // four 16-byte loads of each: small pieces spread the sample over the field
-// (pieces of 4,096 values, one a CTA, read at 2.3 TB/s and missed more).
+// (pieces of 4,096 floats, one a CTA, read at 2.3 TB/s and missed more).
 constexpr int kSampleThreads = 256;
-constexpr std::uint64_t kSamplePiece = 512;
+template <class T>
+constexpr std::uint64_t kSamplePiece = 2048 / sizeof(T);
+template <class T>
 __global__ void __launch_bounds__(kSampleThreads)
-    sample_range_kernel(const float* __restrict__ in, std::uint64_t pieces, std::uint64_t every,
-                        unsigned long long* __restrict__ zero, std::uint64_t zero_words, float* __restrict__ parts,
+    sample_range_kernel(const T* __restrict__ in, std::uint64_t pieces, std::uint64_t every,
+                        unsigned long long* __restrict__ zero, std::uint64_t zero_words, T* __restrict__ parts,
                         unsigned* __restrict__ done, double* __restrict__ out) {
+  using V = std::conditional_t<sizeof(T) == 4, float4, double2>;  // 16 bytes
+  constexpr int kPer = 16 / sizeof(T);
   const std::uint64_t stride = std::uint64_t(gridDim.x) * kSampleThreads;
   for (std::uint64_t i = std::uint64_t(blockIdx.x) * kSampleThreads + threadIdx.x; i < zero_words; i += stride)
     zero[i] = 0;
-  float mn = std::numeric_limits<float>::max(), mx = std::numeric_limits<float>::lowest();
+  T mn = std::numeric_limits<T>::max(), mx = std::numeric_limits<T>::lowest();
   const int lane = threadIdx.x & 31;
   const std::uint64_t warps = stride / 32, sampled = (pieces + every - 1) / every;
-  const auto take = [&](const float4& x) {
-    const float v[4] = {x.x, x.y, x.z, x.w};
+  const auto take = [&](const V& x) {
+    T v[kPer];
+    if constexpr (sizeof(T) == 4) v[0] = x.x, v[1] = x.y, v[2] = x.z, v[3] = x.w;
+    else v[0] = x.x, v[1] = x.y;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      if (v[i] - v[i] == 0.f) mn = v[i] < mn ? v[i] : mn, mx = v[i] > mx ? v[i] : mx;
+    for (int i = 0; i < kPer; ++i)
+      if (v[i] - v[i] == T(0)) mn = v[i] < mn ? v[i] : mn, mx = v[i] > mx ? v[i] : mx;
   };
   for (std::uint64_t k = (std::uint64_t(blockIdx.x) * kSampleThreads + threadIdx.x) / 32; k < sampled;
        k += 2 * warps) {
     const bool second = k + warps < sampled;
-    const float4* const a = reinterpret_cast<const float4*>(in + k * every * kSamplePiece) + lane;
-    const float4* const b = reinterpret_cast<const float4*>(in + (second ? k + warps : k) * every * kSamplePiece) + lane;
-    float4 x[8];
+    const V* const a = reinterpret_cast<const V*>(in + k * every * kSamplePiece<T>) + lane;
+    const V* const b = reinterpret_cast<const V*>(in + (second ? k + warps : k) * every * kSamplePiece<T>) + lane;
+    V x[8];
 #pragma unroll
     for (int j = 0; j < 4; ++j) x[j] = __ldg(a + 32 * j), x[4 + j] = __ldg(b + 32 * j);
 #pragma unroll
@@ -2677,7 +2688,7 @@ unsigned long long* state_of(const OnePassGrid& g, void* state, std::size_t stat
 // 15 for 1,024 CTAs and 10 for one an SM).
 std::atomic<unsigned> offset_ctas_limit{0};
 
-// REL speculation (float, 16-byte aligned): the compressor codes under the
+// REL speculation (16-byte aligned input): the compressor codes under the
 // bound of a sample's range (sample_range_kernel: one piece in sample_every())
 // while it finds the field's range, instead of after a value-range pass. The
 // sample's range is within the field's, so its bound es is at most the
@@ -2713,8 +2724,8 @@ bool speculate_now(std::uint64_t n) {
     if (spec_rest.compare_exchange_weak(rest, rest - 1)) return false;
   return true;
 }
-// One piece of kSamplePiece values in this many (KSZ_SZX_SAMPLE_EVERY, perf):
-// at 512^3 f32 8,192 pieces, 16 MiB.
+// One piece of kSamplePiece<T> values (2 KiB) in this many
+// (KSZ_SZX_SAMPLE_EVERY, perf): at 512^3 f32 8,192 pieces, 16 MiB.
 std::uint64_t sample_every() {
   static const std::uint64_t every = [] {
     const char* env = std::getenv("KSZ_SZX_SAMPLE_EVERY");
@@ -2811,20 +2822,24 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   // extremes where the input is 16-byte aligned (range_blocks_kernel, which
   // zeroes the state too), else finite_minmax_to's.
   const bool pass = !find && !bound.range && bound.range_buf;
-  const bool ext = pass && sizeof(T) == 4 && (reinterpret_cast<std::uintptr_t>(in) & 15) == 0 && g.ext_bytes > 0;
+  const bool aligned = (reinterpret_cast<std::uintptr_t>(in) & 15) == 0;
+  const bool ext = pass && sizeof(T) == 4 && aligned && g.ext_bytes > 0;
   // Or, under REL, a sample's range instead of the pass (speculate_now).
-  const bool spec = ext && bound.rel && speculate_now(n);
+  const bool spec = (ext || (pass && sizeof(T) == 8 && aligned)) && bound.rel && speculate_now(n);
+  // A kernel ahead of the compressor zeroes its state (range_blocks_kernel
+  // or sample_range_kernel).
+  const bool ahead = ext || spec;
   KSZ_EXPECTS(!ext || state_bytes >= g.buffer_bytes(), "SZx one-pass state buffer too small for the block extremes");
   const double* const range = pass ? bound.range_buf : bound.range;
   auto* const extp = ext && !spec ? reinterpret_cast<float2*>(static_cast<char*>(state) + g.ext_offset()) : nullptr;
   // The look-back states and Result (and the range slots) start zeroed.
   const std::size_t zero_bytes =
       g.result_word() * 8 + sizeof(onepass::Result) + (find || spec ? onepass::kRangeSlotBytes : 0);
-  if (pass && !ext) {
+  if (pass && !ahead) {
     KSZ_EXPECTS(finite_minmax_to<T>(space, in, n, bound.range_buf, bound.range_counter_zeroed),
                 "internal: the value-range kernel refused a case the SZx one-pass path took");
   }
-  if (!ext) check(cudaMemsetAsync(sp, 0, zero_bytes, st), "szx state");
+  if (!ahead) check(cudaMemsetAsync(sp, 0, zero_bytes, st), "szx state");
   // The compressor: FindRange mode `mode`, its bound given (b, rel) or from
   // the extremes at rng.
   const auto compress = [&](int mode, double b, const double* rng, bool rel) {
@@ -2832,9 +2847,9 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
       constexpr int C = decltype(c)::value, NB = decltype(nbw)::value;
       auto kernel = onepass::compress_kernel<T, C, NB, 0, false>;
       if (mode == onepass::kFind) kernel = onepass::compress_kernel<T, C, NB, onepass::kFind, false>;
+      if (mode == onepass::kSpeculate) kernel = onepass::compress_kernel<T, C, NB, onepass::kSpeculate, false>;
       if constexpr (sizeof(T) == 4) {
-        if (mode == onepass::kSpeculate) kernel = onepass::compress_kernel<T, C, NB, onepass::kSpeculate, false>;
-        else if (extp) kernel = onepass::compress_kernel<T, C, NB, 0, true>;
+        if (extp) kernel = onepass::compress_kernel<T, C, NB, 0, true>;
       }
       const std::uint64_t pairs = onepass::tile_pairs<T, C, NB>(n, in);
       kernel<<<static_cast<unsigned>(g.ngroups - pairs), kThreads, 0, st>>>(in, n, g.nb, g.ngroups, pairs, b, rng,
@@ -2842,24 +2857,24 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
                                                                            payload_bytes, sp, extp);
     });
   };
-  if (ext) {
+  if (ahead) {
     // minmax_kernel's layout of the value-range slot: the pair, the counter
-    // at byte 16, the CTAs' pairs from byte 32.
+    // at byte 16, the CTAs' pairs (T) from byte 32.
     auto* const done = reinterpret_cast<unsigned*>(bound.range_buf + 2);
-    auto* const parts = reinterpret_cast<float*>(bound.range_buf + 4);
+    auto* const parts = reinterpret_cast<T*>(bound.range_buf + 4);
     if (!bound.range_counter_zeroed) check(cudaMemsetAsync(done, 0, sizeof(unsigned), st), "szx range count");
     constexpr unsigned kMaxCtas = 4000;
-    static_assert(32 + 2 * sizeof(float) * kMaxCtas <= kMinmaxBufDoubles * sizeof(double),
+    static_assert(32 + 2 * sizeof(T) * kMaxCtas <= kMinmaxBufDoubles * sizeof(double),
                   "the CTAs' pairs fit the value-range slot");
     if (spec) {
-      const std::uint64_t pieces = n / onepass::kSamplePiece, every = sample_every();
+      const std::uint64_t pieces = n / onepass::kSamplePiece<T>, every = sample_every();
       constexpr std::uint64_t kPiecesPerCta = 2 * onepass::kSampleThreads / 32;  // two a warp
       const std::uint64_t want = ((pieces + every - 1) / every + kPiecesPerCta - 1) / kPiecesPerCta;
       const std::uint64_t resident =
-          launch::resident_blocks(onepass::sample_range_kernel, onepass::kSampleThreads, 0);
+          launch::resident_blocks(onepass::sample_range_kernel<T>, onepass::kSampleThreads, 0);
       const unsigned ctas = static_cast<unsigned>(std::clamp<std::uint64_t>(want, 1, std::min<std::uint64_t>(resident, kMaxCtas)));
-      onepass::sample_range_kernel<<<ctas, onepass::kSampleThreads, 0, st>>>(
-          reinterpret_cast<const float*>(in), pieces, every, sp, zero_bytes / 8, parts, done, bound.range_buf);
+      onepass::sample_range_kernel<T><<<ctas, onepass::kSampleThreads, 0, st>>>(
+          in, pieces, every, sp, zero_bytes / 8, parts, done, bound.range_buf);
       check(cudaGetLastError(), "szx sample_range_kernel");
     } else {
       with_shape<T>(g, [&](auto c, auto) {

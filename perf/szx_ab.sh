@@ -21,6 +21,8 @@ args_of() {
     rel1e-3) echo "--dims $D --rel 1e-3" ;; rel1e-4) echo "--dims $D --rel 1e-4" ;; rel1e-2) echo "--dims $D --rel 1e-2" ;;
     abs5e-3) echo "--dims $D --abs 5e-3" ;; abs1e-5) echo "--dims $D --abs 1e-5" ;;
     f64) echo "--dims 512,512,256 --dtype f64 --rel 1e-3" ;; f64abs) echo "--dims 512,512,256 --dtype f64 --abs 1e-3" ;;
+    f64rel1e-4) echo "--dims 512,512,256 --dtype f64 --rel 1e-4" ;; f64b256) echo "--dims 512,512,256 --dtype f64 --rel 1e-3 --block 256" ;;
+    f64smooth) echo "--dims 512,512,256 --dtype f64 --rel 1e-3 --kind smooth" ;;
     b256) echo "--dims $D --rel 1e-3 --block 256" ;; b512) echo "--dims $D --rel 1e-3 --block 512" ;;
     smooth) echo "--dims $D --rel 1e-3 --kind smooth" ;;
   esac

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tests/common/backends.hpp"
@@ -290,54 +292,56 @@ struct Lcg {
 };
 
 // REL speculation (cuda_spec::szx_speculation): the compressor codes under
-// the bound of a sample's range (one piece of 512 values in 32: values 0-511,
-// 16384-16895, ...) and keeps its bytes only where the field's bound codes the same,
-// else codes again. Fields built so that each outcome happens: the sample
-// misses the maximum but not its bound's exponent (kept, also with blocks whose
-// radius is of that exponent but above both bounds); the missed maximum
-// moves the exponent (again); a block whose radius lies between the two
-// bounds (again: constant under the field's); no finite value sampled (again);
-// a constant field (the same bound). Every stream equals the portable one.
-TEST(CudaSpecializations, SzxSpeculationKeepsOnlyTheFieldsBytes) {
+// the bound of a sample's range (one piece of 2 KiB in 32: floats 0-511,
+// 16384-16895, ..., doubles 0-255, 8192-8447, ...) and keeps its bytes only
+// where the field's bound codes the same, else codes again. Fields built so
+// that each outcome happens: the sample misses the maximum but not its
+// bound's exponent (kept, also with blocks whose radius is of that exponent
+// but above both bounds); the missed maximum moves the exponent (again); a
+// block whose radius lies between the two bounds (again: constant under the
+// field's); no finite value sampled (again); a constant field (the same
+// bound). Every stream equals the portable one.
+template <class T>
+void expect_speculation_keeps_only_the_fields_bytes(std::initializer_list<std::uint32_t> blocks) {
   struct Mode {
     ~Mode() { cuda_spec::szx_speculation(2); }
   } mode;
   cuda_spec::szx_speculation(1);
-  constexpr std::uint64_t kPiece = 512, kEvery = 32;
+  constexpr std::uint64_t kPiece = 2048 / sizeof(T), kEvery = 32;
   const Dims d = dims_of({std::uint64_t(1) << 20});
   Lcg next{5};
-  std::vector<float> noisy(d.count());
-  for (float& x : noisy) x = static_cast<float>(next() >> 8) * 0x1p-23f - 1.f;  // [-1, 1)
-  noisy[100] = 1.25f;  // sampled: the sample's range about 2.25, its bound 2.25e-3
+  std::vector<T> noisy(d.count());
+  for (T& x : noisy) x = static_cast<T>(next() >> 8) * T(0x1p-23) - T(1);  // [-1, 1)
+  noisy[100] = T(1.25);  // sampled: the sample's range about 2.25, its bound 2.25e-3
   struct Case {
     const char* what;
-    std::vector<float> f;
+    std::vector<T> f;
     bool held;
   };
   std::vector<Case> cases;
   {
-    std::vector<float> f = noisy;
-    f[6000] = 1.5f;  // unsampled: the field's bound 2.5e-3, of the same exponent
+    std::vector<T> f = noisy;
+    f[6000] = T(1.5);  // unsampled: the field's bound 2.5e-3, of the same exponent
     cases.push_back({"missed maximum, same exponent", f, true});
-    f[6000] = 4.f;  // 5e-3: the next exponent
+    f[6000] = T(4);  // 5e-3: the next exponent
     cases.push_back({"missed maximum, next exponent", f, false});
-    f[6000] = 1.5f;
+    f[6000] = T(1.5);
     for (std::uint64_t i = 0; i < 512; ++i)  // whole blocks of 0.5 +- 3e-3: of the bounds' exponent, above both
-      f[4608 + i] = i % 2 ? 0.503f : 0.497f;
+      f[4608 + i] = i % 2 ? T(0.503) : T(0.497);
     cases.push_back({"a radius above the bounds, of their exponent", f, true});
     for (std::uint64_t i = 0; i < 512; ++i)  // 0.5 +- 2.4e-3: constant under 2.5e-3, not under 2.25e-3
-      f[4608 + i] = i % 2 ? 0.5024f : 0.4976f;
+      f[4608 + i] = i % 2 ? T(0.5024) : T(0.4976);
     cases.push_back({"a radius between the bounds", f, false});
   }
   {
-    std::vector<float> f = noisy;
+    std::vector<T> f = noisy;
     for (std::uint64_t p = 0; p < f.size() / kPiece; p += kEvery)
-      std::fill(f.begin() + p * kPiece, f.begin() + (p + 1) * kPiece, std::numeric_limits<float>::quiet_NaN());
+      std::fill(f.begin() + p * kPiece, f.begin() + (p + 1) * kPiece, std::numeric_limits<T>::quiet_NaN());
     cases.push_back({"no finite value sampled", f, false});
   }
-  cases.push_back({"constant", std::vector<float>(d.count(), 3.f), true});
+  cases.push_back({"constant", std::vector<T>(d.count(), T(3)), true});
   for (const Case& c : cases)
-    for (const std::uint32_t block : {128u, 256u, 512u}) {
+    for (const std::uint32_t block : blocks) {
       const Options opt = szx_rel_1e3(block);
       const cuda_spec::SzxSpeculation before = cuda_spec::szx_speculation_counts();
       const std::string what = std::string(c.what) + ", blocks of " + std::to_string(block);
@@ -346,6 +350,12 @@ TEST(CudaSpecializations, SzxSpeculationKeepsOnlyTheFieldsBytes) {
       EXPECT_EQ(after.tried - before.tried, 1u) << what;
       EXPECT_EQ(after.held - before.held, c.held ? 1u : 0u) << what;
     }
+}
+TEST(CudaSpecializations, SzxSpeculationKeepsOnlyTheFieldsBytes) {
+  expect_speculation_keeps_only_the_fields_bytes<float>({128u, 256u, 512u});
+}
+TEST(CudaSpecializations, SzxSpeculationKeepsOnlyTheFieldsBytesF64) {
+  expect_speculation_keeps_only_the_fields_bytes<double>({128u, 256u});  // double's one-pass blocks
 }
 
 // The default speculation policy: from 4 Mi values; after a miss the next 8
