@@ -867,13 +867,14 @@ __device__ __forceinline__ float radius_down(float mn, float mx, float med) {
 __device__ __forceinline__ float radius_down(double mn, double mx, double med) {
   return __double2float_rd(fmax(__dsub_rd(mx, med), __dsub_rd(med, mn)));
 }
-template <class SHR>
-__device__ __forceinline__ void note_radius(SHR& sh, bool all_ok, float mn, float mx, float med) {
+template <class SHR, class T>
+__device__ __forceinline__ void note_radius(SHR& sh, bool all_ok, T mn, T mx, T med) {
   const float r = all_ok ? radius_down(mn, mx, med) : 0.f;
   atomicMin(&sh.rs_bits, __float_as_uint(r) & 0x7fffffffu);
 }
+template <class T>
 __device__ __forceinline__ bool radius_may_matter(bool all_ok, int len_bits) {
-  return !all_ok || len_bits <= szx::Bits<float>::kSignExp + 1;
+  return !all_ok || len_bits <= szx::Bits<T>::kSignExp + 1;
 }
 
 // One group (double; float's partial group: its whole groups take
@@ -965,19 +966,6 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
   const szx::BlockHead<T> head = szx::block_head<T>(hmn, hmx, sh.e);
   // Bit 0: constant; bit 1: the bound is proven for every value (szx::bound_proven).
   const int flags = int(head.constant) | (szx::bound_proven<T>(hmn, hmx, sh.proof) ? 2 : 0);
-  // kSpeculate: the lane's home block's radius rounded down where it is
-  // coded and may matter (radius_may_matter, note_radius), and whether a
-  // coded block missed.
-  bool missed = false;
-  float spec_r = std::numeric_limits<float>::infinity();
-  if constexpr (FindRange == kSpeculate) {
-    const int hj = home_block<NB>(lane);
-    bool fin_home = finite[0];
-#pragma unroll
-    for (int j = 1; j < NB; ++j) fin_home = hj == j ? finite[j] : fin_home;
-    if ((Full || b0 + hj < nb) && fin_home && !head.constant && head.len_bits <= szx::Bits<T>::kSignExp + 1)
-      spec_r = radius_down(hmn, hmx, head.median);
-  }
 #pragma unroll
   for (int j = 0; j < NB; ++j) {
     const std::uint64_t b = b0 + j;
@@ -1023,7 +1011,12 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
                                       static_cast<double>(szx::value_of<T>(code[r][q], m, shift)), sh.e));
         }
         const bool all_ok = __all_sync(warp::kFull, ok);
-        missed = missed || !all_ok;
+        if constexpr (FindRange == kSpeculate) {  // block j's radius where it may matter, 0 where it missed
+          if (radius_may_matter<T>(all_ok, hd.len_bits)) {  // the warp's vote
+            const T bmn = __shfl_sync(warp::kFull, hmn, from), bmx = __shfl_sync(warp::kFull, hmx, from);
+            if (lane == 0) note_radius(sh, all_ok, bmn, bmx, m);
+          }
+        }
         if (all_ok) {
           kind = static_cast<std::uint8_t>(hd.len_bits);
           med = m;
@@ -1057,11 +1050,6 @@ __device__ __forceinline__ void compress_group(const T* __restrict__ in, std::ui
       sh.kind[w * NB + j] = kind;
       sh.med[w * NB + j] = med;
     }
-  }
-  if constexpr (FindRange == kSpeculate) {  // the warp's least
-    const float r = warp::reduce_min(missed ? 0.f : spec_r);
-    if (lane == 0 && r < std::numeric_limits<float>::infinity())
-      atomicMin(&sh.rs_bits, __float_as_uint(r) & 0x7fffffffu);
   }
   // Each chunk's lane offsets and sum (a block's mid-bytes add its chunks').
   const ChunkScan<R> chunks = scan_counts<R>(cnt);
@@ -1276,7 +1264,7 @@ __device__ __forceinline__ Coded code_segment(const Layout<C>& L, const float (&
   }
   const bool all_ok = L.all_of(ok);  // every lane votes
   if constexpr (FindRange == kSpeculate)
-    if (coding && L.s == 0 && radius_may_matter(all_ok, hd.len_bits)) note_radius(sh, all_ok, mn, mx, hd.median);
+    if (coding && L.s == 0 && radius_may_matter<float>(all_ok, hd.len_bits)) note_radius(sh, all_ok, mn, mx, hd.median);
   const bool coded = coding && all_ok;
   out.kind = !finite ? szx::kVerbatim
              : hd.constant ? szx::kConstant
