@@ -2811,15 +2811,16 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   // zeroes the state too), else finite_minmax_to's.
   const bool pass = !find && !bound.range && bound.range_buf;
   const bool aligned = (reinterpret_cast<std::uintptr_t>(in) & 15) == 0;
-  const bool ext = pass && sizeof(T) == 4 && aligned && g.ext_bytes > 0;
+  const bool blocks_pass = pass && sizeof(T) == 4 && aligned && g.ext_bytes > 0;
   // Or, under REL, a sample's range instead of the pass (speculate_now).
-  const bool spec = (ext || (pass && sizeof(T) == 8 && aligned)) && bound.rel && speculate_now(n);
+  const bool spec = bound.rel && (sizeof(T) == 4 ? blocks_pass : pass && aligned) && speculate_now(n);
+  const bool ext = blocks_pass && !spec;
   // A kernel ahead of the compressor zeroes its state (range_blocks_kernel
   // or sample_range_kernel).
   const bool ahead = ext || spec;
   KSZ_EXPECTS(!ext || state_bytes >= g.buffer_bytes(), "SZx one-pass state buffer too small for the block extremes");
   const double* const range = pass ? bound.range_buf : bound.range;
-  auto* const extp = ext && !spec ? reinterpret_cast<float2*>(static_cast<char*>(state) + g.ext_offset()) : nullptr;
+  auto* const extp = ext ? reinterpret_cast<float2*>(static_cast<char*>(state) + g.ext_offset()) : nullptr;
   // The look-back states and Result (and the range slots) start zeroed.
   const std::size_t zero_bytes =
       g.result_word() * 8 + sizeof(onepass::Result) + (find || spec ? onepass::kRangeSlotBytes : 0);
@@ -2896,14 +2897,15 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   if (spec) {
     // The field's bound, as the kernel would have resolved it from the
     // value-range pass; the bytes stand where it codes them alike
-    // (speculation_holds), else the compressor again under it.
+    // (speculation_holds), else the compressor again under it (given: the
+    // range is known).
     const double e = szx::resolved_bound(bound.bound, true, bound.mn, bound.mx);
     const bool holds = speculation_holds(r.bound, e, keys.radius);
     note_speculation(holds);
     if (!holds) {
-      check(cudaMemsetAsync(sp, 0, zero_bytes, st), "szx state");
-      compress(onepass::kFind, e, nullptr, false);
-      r = read_result(st, g, sp, "szx onepass compress_kernel", &keys);
+      check(cudaMemsetAsync(sp, 0, g.result_word() * 8 + sizeof(onepass::Result), st), "szx state");
+      compress(0, e, nullptr, false);
+      r = read_result(st, g, sp, "szx onepass compress_kernel");
     }
     bound.used = holds ? e : r.bound;
   }
