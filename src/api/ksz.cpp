@@ -6,7 +6,9 @@
 
 #include "cuda_specializations/cuda_specializations.hpp"
 #include "portable/encode/huffman/huffman.hpp"
+#include "src/api/internal.hpp"
 #include "src/container/container.hpp"
+#include "src/container/frames.hpp"
 #include "src/core/host_memory.hpp"
 #include "src/cpu_baseline/classic_pipeline.hpp"
 #include "src/pipeline/interp_pipeline.hpp"
@@ -247,13 +249,14 @@ Bytes compress(const void* data, DType dtype, const Dims& dims, const Options& o
   return out;
 }
 
-Field decompress(const std::uint8_t* stream, std::size_t size, Backend backend, Report* report) {
+namespace impl {
+
+Field decompress_parsed(const container::Parsed& parsed, std::size_t size, Backend backend, Report* report) {
   const auto t0 = Clock::now();
   if (report) {
     *report = Report{};
     report->backend = resolve_backend(backend);
   }
-  const container::Parsed parsed = container::read(stream, size);
   Field field;
   field.dtype = parsed.header.dtype;
   field.dims = parsed.header.dims;
@@ -280,8 +283,24 @@ Field decompress(const std::uint8_t* stream, std::size_t size, Backend backend, 
   return field;
 }
 
+}  // namespace impl
+
+Field decompress(const std::uint8_t* stream, std::size_t size, Backend backend, Report* report) {
+  if (container::is_framed(stream, size)) return impl::decompress_framed(stream, size, backend, report);
+  const auto t0 = Clock::now();
+  const container::Parsed parsed = container::read(stream, size);
+  const double parse = std::chrono::duration<double>(Clock::now() - t0).count();
+  Field field = impl::decompress_parsed(parsed, size, backend, report);
+  if (report) report->total_seconds += parse;
+  return field;
+}
+
 StreamInfo inspect(const std::uint8_t* stream, std::size_t size) {
-  const container::Parsed p = container::read(stream, size);
+  if (container::is_framed(stream, size)) return impl::inspect_framed(stream, size);
+  return impl::info_of(container::read(stream, size));
+}
+
+StreamInfo impl::info_of(const container::Parsed& p) {
   const auto& h = p.header;
   StreamInfo i{h.dtype, h.dims,      h.mode, h.predictor, h.user_bound, h.abs_bound,
                h.value_min, h.value_max, 0, 0, h.lossless, 0, 0, 0, {}};

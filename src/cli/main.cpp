@@ -8,11 +8,13 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <thread>
 
 #include "portable/generate/field.hpp"
+#include "src/api/frames.hpp"
 #include "src/api/ksz.hpp"
 #include "src/api/quality.hpp"
 #include "src/cli/check.hpp"
@@ -24,10 +26,21 @@ namespace {
 
 using namespace ksz;
 
-// Prints "ksz: <what>... N s" to stderr every 2 s once a task has run for 2 s.
+// Prints "ksz: <what>... N s" to stderr every 2 s once a task has run for 2 s
+// (with its status, e.g. the frame it is on, where one was set).
 class Progress {
  public:
   explicit Progress(std::string what) : m_what(std::move(what)), m_thread([this] { run(); }) {}
+  void status(std::string s) {
+    std::lock_guard<std::mutex> lk(m_mu);
+    m_status = std::move(s);
+  }
+  // A FrameOptions::progress that sets the status "<what> frame i/n" (framed runs only).
+  std::function<void(const char*, std::uint64_t, std::uint64_t)> frames() {
+    return [this](const char* what, std::uint64_t done, std::uint64_t total) {
+      if (total > 1) status(std::string(what) + ", frame " + std::to_string(done) + "/" + std::to_string(total));
+    };
+  }
   ~Progress() {
     {
       std::lock_guard<std::mutex> lk(m_mu);
@@ -43,10 +56,13 @@ class Progress {
     std::unique_lock<std::mutex> lk(m_mu);
     while (!m_cv.wait_for(lk, std::chrono::seconds(2), [this] { return m_done; })) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "ksz: %s... %.0f s\n", m_what.c_str(), s);
+      if (m_status.empty())
+        std::fprintf(stderr, "ksz: %s... %.0f s\n", m_what.c_str(), s);
+      else
+        std::fprintf(stderr, "ksz: %s (%s)... %.0f s\n", m_what.c_str(), m_status.c_str(), s);
     }
   }
-  std::string m_what;
+  std::string m_what, m_status;
   std::mutex m_mu;
   std::condition_variable m_cv;
   bool m_done = false;
@@ -218,6 +234,12 @@ int run(int argc, char** argv) {
   c->add_option("--pipeline", pipeline_name, "dual (cuSZ dual-quantization) or classic (ParaSZ, CPU)")
       ->capture_default_str();
   c->add_option("--check-width", check_width, "classic pipeline progress batch")->capture_default_str();
+  std::uint64_t frame_mb = 0;
+  c->add_option("--frame-mb", frame_mb,
+                "compress in frames of at most this many MiB (whole slices of the slowest dimension), each read, "
+                "compressed and written in turn, for files bigger than memory; 0 = automatic: frames only where the "
+                "file is over a quarter of the host's (or GPU's) memory")
+      ->capture_default_str();
 
   auto* d = app.add_subcommand("decompress", "decompress a .ksz stream to a raw array");
   d->add_option("-i,--input", in, "compressed input (.ksz)")->required();
@@ -279,45 +301,56 @@ int run(int argc, char** argv) {
     const DType t = parse_dtype(dtype);
     const Dims dd = parse_dims(dims);
     validate(t, dd, opt);
-    const auto raw = cli::read_file(in);
-    KSZ_EXPECTS(raw.size() == dd.count() * dtype_size(t), "'", in, "' has ", raw.size(), " bytes; ",
-                dd.str(), " ", to_string(t), " needs ", dd.count() * dtype_size(t));
-    Report rc;
-    Bytes stream;
+    KSZ_EXPECTS(report_kind != "quality" || frame_mb == 0,
+                "--report quality needs the whole array in memory: not with --frame-mb");
+    FrameOptions fo;
+    KSZ_EXPECTS(frame_mb <= (std::uint64_t(1) << 40), "--frame-mb must be at most 2^40");
+    fo.frame_bytes = frame_mb << 20;
+    // --report: each frame decompressed and checked as it is written.
+    Report rc, rd;
+    cli::Quality q;
+    std::string quality_text;
+    if (report)
+      fo.on_frame = [&](const void* raw, const Bytes& s, const Dims& fd, std::uint64_t first) {
+        Report r;
+        const Field f = decompress(s.data(), s.size(), backend, &r);
+        merge_report(rd, r);
+        q = cli::combine(q, cli::assess(raw, f.bytes.data(), t, fd.count(), inspect(s.data(), s.size()).abs_bound));
+        if (report_kind == "quality") {
+          KSZ_EXPECTS(first == 0 && fd.count() == dd.count(),
+                      "--report quality needs the whole array in memory: this file is compressed in frames");
+          quality_text = quality_table(assess_quality(raw, f.bytes.data(), t, dd, QualityConfig{}, backend));
+        }
+      };
+    FileResult res;
     {
-      Progress p("compressing");
-      stream = compress(raw.data(), t, dd, opt, &rc);
+      Progress p(report ? "compressing and checking" : "compressing");
+      fo.progress = p.frames();
+      res = compress_file(in, out, t, dd, opt, fo, &rc);
     }
-    cli::write_file_atomic(out, stream.data(), stream.size());
     if (!report) return 0;
-    Report rd;
-    Field f;
-    {
-      Progress p("decompressing to check");
-      f = decompress(stream.data(), stream.size(), backend, &rd);
-    }
     print_stages(rc, "compress");
     print_stages(rd, "decompress");
-    const auto q = cli::assess(raw.data(), f.bytes.data(), t, dd.count(), rc.abs_bound);
+    if (res.framed)
+      std::printf("framed: %llu frames of %.1f MiB\n", (unsigned long long)res.frames,
+                  double(res.frame_bytes) / double(1 << 20));
     const bool ok = print_summary(rc, q, dd.count());
-    if (report_kind == "quality")
-      std::fputs(quality_table(assess_quality(raw.data(), f.bytes.data(), t, dd, QualityConfig{}, backend)).c_str(),
-                 stdout);
+    std::fputs(quality_text.c_str(), stdout);
     return ok ? 0 : 3;
   }
   if (*d) {
-    const auto stream = cli::read_file(in);
     Report rd;
-    Field f;
+    FileResult res;
     {
       Progress p("decompressing");
-      f = decompress(stream.data(), stream.size(), backend, &rd);
+      FrameOptions fo;
+      fo.progress = p.frames();
+      res = decompress_file(in, out, backend, fo, &rd);
     }
-    cli::write_file_atomic(out, f.bytes.data(), f.bytes.size());
     if (report) {
-      rd.output_bytes = stream.size();
       print_stages(rd, "decompress");
-      std::printf("ratio %.3f\n", double(f.bytes.size()) / double(stream.size()));
+      if (res.framed) std::printf("framed: %llu frames\n", (unsigned long long)res.frames);
+      std::printf("ratio %.3f\n", double(res.file_bytes) / double(rd.output_bytes));
     }
     return 0;
   }
@@ -334,13 +367,13 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (*info) {
-    const auto stream = cli::read_file(in);
-    const StreamInfo i = inspect(stream.data(), stream.size());
+    const FileInfo fi = inspect_file(in);
+    const StreamInfo& i = fi.info;
     std::printf("dtype %s  dims %s  mode %s  bound %.6g (abs %.6g)  predictor %s\n", to_string(i.dtype),
                 i.dims.str().c_str(), to_string(i.mode), i.user_bound, i.abs_bound, to_string(i.predictor));
     std::printf("value range [%.6g, %.6g]  outliers %llu  verbatim %llu  lossless %s  ratio %.3f\n", i.value_min,
                 i.value_max, (unsigned long long)i.outliers, (unsigned long long)i.verbatim, to_string(i.lossless),
-                double(i.dims.count() * dtype_size(i.dtype)) / double(stream.size()));
+                double(i.dims.count() * dtype_size(i.dtype)) / double(fi.file_bytes));
     if (i.radius > 0) std::printf("quantization radius %u", i.radius);
     if (i.huffman_chunk > 0) {
       std::printf("%sHuffman chunk %u", i.radius > 0 ? "  " : "", i.huffman_chunk);

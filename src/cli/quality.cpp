@@ -7,6 +7,15 @@
 
 namespace ksz::cli {
 namespace {
+// PSNR and NRMSE from the range and the MSE.
+Quality finish(Quality q) {
+  q.value_range = q.compared ? q.value_max - q.value_min : 0;
+  q.psnr = q.mse > 0 ? 20 * std::log10(q.value_range) - 10 * std::log10(q.mse)
+                     : std::numeric_limits<double>::infinity();
+  q.nrmse = q.value_range > 0 ? std::sqrt(q.mse) / q.value_range : 0;
+  return q;
+}
+
 template <class T>
 Quality assess_t(const T* a, const T* b, std::uint64_t n, double bound) {
   Quality q;
@@ -26,14 +35,31 @@ Quality assess_t(const T* a, const T* b, std::uint64_t n, double bound) {
     sse += e * e;
     ++q.compared;
   }
-  q.value_range = q.compared ? hi - lo : 0;
+  q.value_min = q.compared ? lo : 0;
+  q.value_max = q.compared ? hi : 0;
   q.mse = q.compared ? sse / q.compared : 0;
-  q.psnr = q.mse > 0 ? 20 * std::log10(q.value_range) - 10 * std::log10(q.mse)
-                     : std::numeric_limits<double>::infinity();
-  q.nrmse = q.value_range > 0 ? std::sqrt(q.mse) / q.value_range : 0;
-  return q;
+  return finish(q);
 }
 }  // namespace
+
+Quality combine(const Quality& a, const Quality& b) {
+  if (a.compared == 0 && a.over_bound == 0 && a.nonfinite_mismatch == 0) return b;
+  Quality q;
+  q.max_abs_error = std::isnan(a.max_abs_error) || std::isnan(b.max_abs_error)
+                        ? std::numeric_limits<double>::quiet_NaN()
+                        : std::max(a.max_abs_error, b.max_abs_error);
+  q.over_bound = a.over_bound + b.over_bound;
+  q.nonfinite_mismatch = a.nonfinite_mismatch + b.nonfinite_mismatch;
+  q.compared = a.compared + b.compared;
+  if (a.compared && b.compared) {
+    q.value_min = std::min(a.value_min, b.value_min), q.value_max = std::max(a.value_max, b.value_max);
+  } else {
+    const Quality& c = a.compared ? a : b;
+    q.value_min = c.value_min, q.value_max = c.value_max;
+  }
+  q.mse = q.compared ? (a.mse * double(a.compared) + b.mse * double(b.compared)) / double(q.compared) : 0;
+  return finish(q);
+}
 
 Quality assess(const void* orig, const void* recon, DType dtype, std::uint64_t n, double abs_bound) {
   if (dtype == DType::F64)

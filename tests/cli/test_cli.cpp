@@ -139,6 +139,34 @@ TEST_F(Cli, RejectsBadStreams) {
   expect_clean_failure(run_ksz("decompress -i " + path("x.ksz") + " -o " + out), out, "not a ksz stream");
 }
 
+// --frame-mb: a file compressed in frames, checked frame by frame (--report),
+// described by info, decompressed within the bound; a damaged framed file
+// answered as any bad stream is.
+TEST_F(Cli, FramedFiles) {
+  ASSERT_EQ(run_ksz("gen -o " + path("f.f32") + " -t f32 -d 128,128,40").code, 0);  // 2.5 MiB: 16 slices a MiB
+  const std::string base = "compress -i " + path("f.f32") + " -o " + path("f.kszf") + " -t f32 -d 128,128,40 -e 1e-3";
+  const CliResult c = run_ksz(base + " --frame-mb 1 --report");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("framed: 3 frames of 1.0 MiB"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("error bound respected on every element: yes"), std::string::npos) << c.out;
+  const CliResult info = run_ksz("info -i " + path("f.kszf"));
+  ASSERT_EQ(info.code, 0) << info.err;
+  EXPECT_NE(info.out.find("dims 128x128x40"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("framed: 3 frames of 16 slices"), std::string::npos) << info.out;
+  ASSERT_EQ(run_ksz("decompress -i " + path("f.kszf") + " -o " + path("g.f32")).code, 0);
+  const auto a = read("f.f32"), b = read("g.f32");
+  ASSERT_EQ(a.size(), b.size());
+  const auto s = read("f.kszf");
+  EXPECT_TRUE(within_bound(reinterpret_cast<const float*>(a.data()), reinterpret_cast<const float*>(b.data()),
+                           a.size() / 4, inspect(s.data(), s.size()).abs_bound));
+  write("t.kszf", std::vector<std::uint8_t>(s.begin(), s.end() - 5));
+  expect_clean_failure(run_ksz("decompress -i " + path("t.kszf") + " -o " + path("o.raw")), path("o.raw"),
+                       "framed file");
+  expect_clean_failure(run_ksz("compress -i " + path("f.f32") + " -o " + path("q.kszf") +
+                               " -t f32 -d 128,128,40 --frame-mb 1 --report quality"),
+                       path("q.kszf"), "--frame-mb");
+}
+
 }  // namespace
 }  // namespace ksz::test
 #endif

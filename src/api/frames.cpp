@@ -1,0 +1,587 @@
+#include "src/api/frames.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <future>
+#include <limits>
+#include <numeric>
+#include <thread>
+
+#ifdef KOKKOS_ENABLE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+#include "src/api/internal.hpp"
+#include "src/container/frames.hpp"
+#include "src/core/host_memory.hpp"
+#include "src/core/split_threads.hpp"
+
+namespace ksz {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+constexpr std::uint64_t kMaxAutoFrameBytes = std::uint64_t(1) << 30;
+
+// A regular file read by offset (pread), so a prefetch thread and the caller
+// never share a file position.
+class InFile {
+ public:
+  explicit InFile(const std::string& path) : m_path(path) {
+    m_fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    KSZ_EXPECTS(m_fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
+    struct stat st {};
+    if (::fstat(m_fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(m_fd);
+      throw InvalidInput(impl::concat("'", path, "' is not a regular file"));
+    }
+    m_size = static_cast<std::uint64_t>(st.st_size);
+  }
+  InFile(const InFile&) = delete;
+  InFile& operator=(const InFile&) = delete;
+  ~InFile() { ::close(m_fd); }
+  std::uint64_t size() const { return m_size; }
+  const std::string& path() const { return m_path; }
+  void read_at(void* dst, std::uint64_t offset, std::uint64_t n) const {
+    auto* p = static_cast<std::uint8_t*>(dst);
+    while (n > 0) {
+      const ssize_t got = ::pread(m_fd, p, static_cast<std::size_t>(std::min<std::uint64_t>(n, 1u << 30)),
+                                  static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0)
+        throw InvalidInput(impl::concat("cannot read '", m_path, "': ", got < 0 ? std::strerror(errno) : "it ended early"));
+      p += got, offset += static_cast<std::uint64_t>(got), n -= static_cast<std::uint64_t>(got);
+    }
+  }
+
+ private:
+  std::string m_path;
+  int m_fd = -1;
+  std::uint64_t m_size = 0;
+};
+
+// An output written under a temporary name beside its own and renamed when
+// whole (commit); destroyed uncommitted, it removes what it wrote.
+class OutFile {
+ public:
+  explicit OutFile(const std::string& path)
+      : m_path(path), m_tmp(path + ".ksz-partial-" + std::to_string(::getpid())) {
+    m_f = std::fopen(m_tmp.c_str(), "wb");
+    if (!m_f) fail(errno);
+  }
+  OutFile(const OutFile&) = delete;
+  OutFile& operator=(const OutFile&) = delete;
+  ~OutFile() {
+    if (!m_f) return;
+    std::fclose(m_f);
+    std::remove(m_tmp.c_str());
+  }
+  void write(const void* p, std::size_t n) {
+    if (n && std::fwrite(p, 1, n, m_f) != n) fail(errno);
+    m_bytes += n;
+  }
+  std::uint64_t bytes() const { return m_bytes; }
+  void commit() {
+    const bool ok = std::fflush(m_f) == 0 && !std::ferror(m_f);
+    const bool closed = std::fclose(m_f) == 0;
+    m_f = nullptr;
+    if (!ok || !closed || std::rename(m_tmp.c_str(), m_path.c_str()) != 0) {
+      const int e = errno;
+      std::remove(m_tmp.c_str());
+      fail(e);
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(int e) const {
+    throw InvalidInput(impl::concat("cannot write '", m_path, "': ", std::strerror(e)));
+  }
+  std::string m_path, m_tmp;
+  std::FILE* m_f = nullptr;
+  std::uint64_t m_bytes = 0;
+};
+
+// Item i + 1 read into one buffer while the caller works on item i in the
+// other. fill(i, buf) writes item i (at most max_bytes) into buf.
+class Prefetcher {
+ public:
+  using Fill = std::function<void(std::uint64_t, std::uint8_t*)>;
+  Prefetcher(std::uint64_t count, std::uint64_t max_bytes, Fill fill)
+      : m_count(count), m_fill(std::move(fill)) {
+    for (auto& b : m_buf) b = huge_page_bytes(static_cast<std::size_t>(max_bytes), false);
+    if (m_count > 0) launch(0);
+  }
+  ~Prefetcher() {
+    if (m_pending.valid()) m_pending.wait();
+  }
+  // Item `index()` (in order), once read; waited: seconds spent waiting.
+  const std::uint8_t* next(double& waited) {
+    const auto t = Clock::now();
+    m_pending.get();  // rethrows the read's error
+    waited += since(t);
+    const std::uint64_t i = m_next++;
+    if (m_next < m_count) launch(m_next);
+    return m_buf[i % 2].data();
+  }
+
+ private:
+  void launch(std::uint64_t i) {
+    m_pending = std::async(std::launch::async, [this, i] { m_fill(i, m_buf[i % 2].data()); });
+  }
+  std::uint64_t m_count, m_next = 0;
+  Fill m_fill;
+  Bytes m_buf[2];
+  std::future<void> m_pending;
+};
+
+struct HostRange {
+  bool any = false;
+  double min = 0, max = 0;
+};
+
+HostRange merge(const HostRange& a, const HostRange& b) {
+  if (!a.any) return b;
+  if (!b.any) return a;
+  return {true, std::min(a.min, b.min), std::max(a.max, b.max)};
+}
+
+// The finite values' extremes, as the pipelines' value-range passes find them
+// (in T, then widened).
+template <class T>
+HostRange finite_range_t(const T* p, std::uint64_t n) {
+  const std::uint64_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::uint64_t pieces = std::max<std::uint64_t>(1, std::min<std::uint64_t>({n / (std::uint64_t(1) << 21), hw, 16}));
+  std::vector<HostRange> part(pieces);
+  split_threads(pieces, [&](std::size_t k) {
+    const std::uint64_t lo = n * k / pieces, hi = n * (k + 1) / pieces;
+    T mn = std::numeric_limits<T>::infinity(), mx = -mn;
+    for (std::uint64_t i = lo; i < hi; ++i) {
+      const T v = p[i];
+      if (std::isfinite(v)) mn = std::min(mn, v), mx = std::max(mx, v);
+    }
+    if (mn <= mx) part[k] = {true, double(mn), double(mx)};
+  });
+  HostRange r;
+  for (const auto& x : part) r = merge(r, x);
+  return r;
+}
+
+HostRange finite_range(const void* p, DType t, std::uint64_t n) {
+  return t == DType::F64 ? finite_range_t(static_cast<const double*>(p), n)
+                         : finite_range_t(static_cast<const float*>(p), n);
+}
+
+void add_stage(Report& r, const std::string& name, double seconds) {
+  for (auto& s : r.stages)
+    if (s.name == name) {
+      s.seconds += seconds;
+      return;
+    }
+  r.stages.push_back({name, seconds});
+}
+
+}  // namespace
+
+void merge_report(Report& into, const Report& r) {
+  for (const auto& s : r.stages) add_stage(into, s.name, s.seconds);
+  into.backend = r.backend;
+  into.device_seconds += r.device_seconds;
+  into.total_seconds += r.total_seconds;
+  into.output_bytes += r.output_bytes;
+  into.elements += r.elements;
+  into.input_bytes += r.input_bytes;
+  into.outliers += r.outliers;
+  into.verbatim += r.verbatim;
+  into.radius = std::max(into.radius, r.radius);
+  into.huffman_bytes += r.huffman_bytes;
+  into.lossless_bytes += r.lossless_bytes;
+  if (r.lossless != LosslessId::None) into.lossless = r.lossless;
+  if (into.predictor == PredictorId::Auto) into.predictor = r.predictor;
+  into.auto_lorenzo_bytes += r.auto_lorenzo_bytes;
+  into.auto_interp_bytes += r.auto_interp_bytes;
+}
+
+namespace {
+
+// The frames of `frame_bytes` (whole slices; SZx: whole blocks where a frame
+// holds several) for an array.
+container::FrameIndex plan_frames(DType dtype, const Dims& dims, const Options& opt, std::uint64_t frame_bytes) {
+  container::FrameIndex idx;
+  idx.dtype = dtype;
+  idx.dims = dims;
+  idx.mode = opt.mode;
+  idx.user_bound = opt.bound;
+  const std::uint64_t slice = idx.slice_elements(), last = dims.n[dims.rank - 1];
+  std::uint64_t slab = std::min(last, std::max<std::uint64_t>(1, frame_bytes / (slice * dtype_size(dtype))));
+  if (opt.predictor == PredictorId::SZx && slab < last) {  // frames' blocks where the whole array's are
+    const std::uint64_t q = opt.szx_block / std::gcd<std::uint64_t>(opt.szx_block, slice);
+    if (slab >= q) slab -= slab % q;
+  }
+  idx.slab = slab;
+  KSZ_EXPECTS(idx.frames() <= container::kMaxFrames, "frames of ", frame_bytes, " bytes cut ", dims.str(),
+              " into ", idx.frames(), " frames, more than 2^24: give larger frames");
+  return idx;
+}
+
+// A frame's header against its file's footer: its place's extents, and a
+// bound no looser than the file's.
+void check_frame(const container::Header& h, const container::FrameIndex& idx, std::uint64_t i) {
+  const Dims d = idx.frame_dims(i);
+  bool same = h.dtype == idx.dtype && h.dims.rank == d.rank;
+  for (int k = 0; k < 4; ++k) same = same && h.dims.n[k] == d.n[k];
+  KSZ_STREAM_CHECK(same, "framed file: frame ", i, " holds ", h.dims.str(), " ", to_string(h.dtype),
+                   ", its footer says ", d.str(), " ", to_string(idx.dtype));
+  bool mode = false;
+  switch (idx.mode) {
+    case ErrorMode::ABS:
+    case ErrorMode::PW_REL: mode = h.mode == idx.mode && h.user_bound == idx.user_bound; break;
+    case ErrorMode::REL:  // the whole file's bound as ABS, or REL where that was 0
+      mode = (h.mode == ErrorMode::ABS && h.user_bound == idx.abs_bound) ||
+             (h.mode == ErrorMode::REL && h.user_bound == idx.user_bound);
+      break;
+  }
+  KSZ_STREAM_CHECK(mode && h.abs_bound <= idx.abs_bound, "framed file: frame ", i, "'s bound (", to_string(h.mode),
+                   " ", h.user_bound, ", absolute ", h.abs_bound, ") is not the file's (", to_string(idx.mode), " ",
+                   idx.user_bound, ", absolute ", idx.abs_bound, ")");
+  KSZ_STREAM_CHECK(idx.predictor == PredictorId::Auto || h.predictor == idx.predictor, "framed file: frame ", i,
+                   " predicted by ", to_string(h.predictor), ", its footer says ", to_string(idx.predictor));
+}
+
+// The file's facts from its footer, the rest (codec parameters) from frame 0.
+StreamInfo framed_info(const container::FrameIndex& idx, const container::Parsed& first) {
+  StreamInfo i = impl::info_of(first);
+  i.dtype = idx.dtype;
+  i.dims = idx.dims;
+  i.mode = idx.mode;
+  i.predictor = idx.predictor;
+  i.user_bound = idx.user_bound;
+  i.abs_bound = idx.abs_bound;
+  i.value_min = idx.value_min;
+  i.value_max = idx.value_max;
+  i.outliers = idx.outliers;
+  i.verbatim = idx.verbatim;
+  const std::string frames = impl::concat("framed: ", idx.frames(), " frames of ", idx.slab, " slices");
+  i.detail = i.detail.empty() ? frames : frames + "; frame 0: " + i.detail;
+  return i;
+}
+
+container::FrameIndex footer_of(const std::uint8_t* data, std::size_t size) {
+  KSZ_STREAM_CHECK(size >= container::kFramedMagicBytes + container::kFramedFixedFooterBytes +
+                               container::kFramedTrailerBytes,
+                   "framed file truncated: ", size, " bytes");
+  const std::uint32_t len = container::footer_length(data + size - container::kFramedTrailerBytes, size);
+  const std::size_t tail = len + container::kFramedTrailerBytes;
+  return container::read_footer(data + size - tail, tail, size);
+}
+
+container::FrameIndex footer_of(const InFile& f) {
+  KSZ_STREAM_CHECK(f.size() >= container::kFramedMagicBytes + container::kFramedFixedFooterBytes +
+                                   container::kFramedTrailerBytes,
+                   "framed file truncated: ", f.size(), " bytes");
+  std::uint8_t trailer[container::kFramedTrailerBytes];
+  f.read_at(trailer, f.size() - sizeof trailer, sizeof trailer);
+  const std::uint32_t len = container::footer_length(trailer, f.size());
+  const std::size_t tail = len + container::kFramedTrailerBytes;
+  Bytes b(tail);
+  f.read_at(b.data(), f.size() - tail, tail);
+  return container::read_footer(b.data(), tail, f.size());
+}
+
+bool starts_framed(const InFile& f) {
+  if (f.size() < container::kFramedMagicBytes) return false;
+  std::uint8_t head[container::kFramedMagicBytes];
+  f.read_at(head, 0, sizeof head);
+  return container::is_framed(head, sizeof head);
+}
+
+FileResult compress_whole(const InFile& f, const std::string& out, DType dtype, const Dims& dims, const Options& opt,
+                          const FrameOptions& fo, Report* report) {
+  const auto t0 = Clock::now();
+  Bytes raw = huge_page_bytes(static_cast<std::size_t>(f.size()));
+  f.read_at(raw.data(), 0, raw.size());
+  const double read_s = since(t0);
+  Report r;
+  const Bytes stream = compress(raw.data(), dtype, dims, opt, &r);
+  if (fo.on_frame) fo.on_frame(raw.data(), stream, dims, 0);
+  const auto tw = Clock::now();
+  OutFile o(out);
+  o.write(stream.data(), stream.size());
+  o.commit();
+  if (report) {
+    *report = r;
+    report->stages.insert(report->stages.begin(), {"read file", read_s});
+    report->stages.push_back({"write file", since(tw)});
+    report->total_seconds = since(t0);
+  }
+  if (fo.progress) fo.progress("compressing", 1, 1);
+  FileResult res;
+  res.frame_bytes = f.size();
+  res.file_bytes = stream.size();
+  res.abs_bound = r.abs_bound;
+  res.value_min = r.value_min, res.value_max = r.value_max;
+  return res;
+}
+
+}  // namespace
+
+std::uint64_t memory_budget(Backend backend) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  std::uint64_t budget =
+      pages > 0 && page > 0 ? std::uint64_t(pages) * std::uint64_t(page) : std::uint64_t(8) << 30;
+#ifdef KOKKOS_ENABLE_CUDA
+  if (resolve_backend(backend) == Backend::Cuda) {
+    std::size_t free_bytes = 0, total = 0;
+    if (cudaMemGetInfo(&free_bytes, &total) == cudaSuccess && total > 0) budget = std::min<std::uint64_t>(budget, total);
+  }
+#else
+  (void)backend;
+#endif
+  return budget;
+}
+
+FileResult compress_file(const std::string& in, const std::string& out, DType dtype, const Dims& dims,
+                         const Options& opt, const FrameOptions& fo, Report* report) {
+  const auto t0 = Clock::now();
+  validate(dtype, dims, opt);
+  const InFile f(in);
+  const std::uint64_t ds = dtype_size(dtype), bytes = dims.count() * ds;
+  KSZ_EXPECTS(f.size() == bytes, "'", in, "' has ", f.size(), " bytes; ", dims.str(), " ", to_string(dtype),
+              " needs ", bytes);
+  std::uint64_t frame_bytes = fo.frame_bytes;
+  if (frame_bytes == 0) {
+    const std::uint64_t budget = memory_budget(opt.backend);
+    if (bytes <= budget / 4) return compress_whole(f, out, dtype, dims, opt, fo, report);
+    frame_bytes = std::min(budget / 8, kMaxAutoFrameBytes);
+  }
+  container::FrameIndex idx = plan_frames(dtype, dims, opt, frame_bytes);
+  const std::uint64_t frames = idx.frames(), slice_bytes = idx.slice_elements() * ds;
+  const std::uint64_t full = idx.slab * slice_bytes;
+  HostRange ranges[2];  // the prefetched frames' (by buffer)
+  const auto fill = [&](std::uint64_t i, std::uint8_t* buf) {
+    const std::uint64_t n = idx.frame_dims(i).count();
+    f.read_at(buf, idx.frame_first_element(i) * ds, n * ds);
+    ranges[i % 2] = finite_range(buf, dtype, n);
+  };
+  Report total;
+  total.backend = resolve_backend(opt.backend);
+  double read_s = 0, write_s = 0;
+  HostRange range;
+  Options fopt = opt;
+  if (opt.mode == ErrorMode::REL) {  // the whole file's range first: the bound every frame codes under
+    const auto tr = Clock::now();
+    Prefetcher pass(frames, full, fill);
+    double ignored = 0;
+    for (std::uint64_t i = 0; i < frames; ++i) {
+      pass.next(ignored);
+      range = merge(range, ranges[i % 2]);
+      if (fo.progress) fo.progress("value range", i + 1, frames);
+    }
+    const double e = opt.bound * (range.any ? range.max - range.min : 0.0);
+    if (std::isfinite(e) && e > 0) fopt.mode = ErrorMode::ABS, fopt.bound = e;  // else each frame resolves to 0
+    add_stage(total, "value range", since(tr));
+  }
+  OutFile o(out);
+  o.write(container::kFramedMagic, container::kFramedMagicBytes);
+  Prefetcher reader(frames, full, fill);
+  double frame_bound = 0;
+  bool one_predictor = true;
+  for (std::uint64_t i = 0; i < frames; ++i) {
+    const std::uint8_t* raw = reader.next(read_s);
+    if (opt.mode != ErrorMode::REL) range = merge(range, ranges[i % 2]);
+    const Dims d = idx.frame_dims(i);
+    Report r;
+    const Bytes stream = compress(raw, dtype, d, fopt, &r);
+    merge_report(total, r);
+    frame_bound = std::max(frame_bound, r.abs_bound);
+    if (i == 0) idx.predictor = r.predictor;
+    one_predictor = one_predictor && r.predictor == idx.predictor;
+    idx.outliers += r.outliers;
+    idx.verbatim += r.verbatim;
+    if (fo.on_frame) fo.on_frame(raw, stream, d, idx.frame_first_element(i));
+    const auto tw = Clock::now();
+    o.write(stream.data(), stream.size());
+    write_s += since(tw);
+    idx.lengths.push_back(stream.size());
+    if (fo.progress) fo.progress("compressing", i + 1, frames);
+  }
+  if (!one_predictor) idx.predictor = PredictorId::Auto;
+  idx.value_min = range.any ? range.min : 0;
+  idx.value_max = range.any ? range.max : 0;
+  idx.abs_bound = opt.mode == ErrorMode::ABS ? opt.bound : fopt.mode == ErrorMode::ABS ? fopt.bound : frame_bound;
+  KSZ_EXPECTS(std::isfinite(idx.abs_bound), "the resolved bound overflows (value range [", range.min, ", ",
+              range.max, "]): use an absolute bound");
+  const Bytes footer = container::write_footer(idx);
+  const auto tw = Clock::now();
+  o.write(footer.data(), footer.size());
+  o.commit();
+  write_s += since(tw);
+  FileResult res;
+  res.framed = true;
+  res.frames = frames;
+  res.frame_bytes = full;
+  res.file_bytes = o.bytes();
+  res.abs_bound = idx.abs_bound;
+  res.value_min = idx.value_min, res.value_max = idx.value_max;
+  if (report) {
+    total.stages.insert(total.stages.begin(), {"read file", read_s});
+    add_stage(total, "write file", write_s);
+    total.output_bytes = res.file_bytes;
+    total.abs_bound = idx.abs_bound;
+    total.value_min = idx.value_min, total.value_max = idx.value_max;
+    if (!one_predictor) total.predictor = PredictorId::Auto;
+    total.total_seconds = since(t0);
+    *report = std::move(total);
+  }
+  return res;
+}
+
+FileResult decompress_file(const std::string& in, const std::string& out, Backend backend, const FrameOptions& fo,
+                           Report* report) {
+  const auto t0 = Clock::now();
+  const InFile f(in);
+  FileResult res;
+  if (!starts_framed(f)) {
+    Bytes stream = huge_page_bytes(static_cast<std::size_t>(f.size()));
+    f.read_at(stream.data(), 0, stream.size());
+    const double read_s = since(t0);
+    Report r;
+    const Field field = decompress(stream.data(), stream.size(), backend, &r);
+    const auto tw = Clock::now();
+    OutFile o(out);
+    o.write(field.bytes.data(), field.bytes.size());
+    o.commit();
+    if (report) {
+      *report = r;
+      report->stages.insert(report->stages.begin(), {"read file", read_s});
+      report->stages.push_back({"write file", since(tw)});
+      report->total_seconds = since(t0);
+    }
+    if (fo.progress) fo.progress("decompressing", 1, 1);
+    res.frame_bytes = field.bytes.size();
+    res.file_bytes = field.bytes.size();
+    return res;
+  }
+  const container::FrameIndex idx = footer_of(f);
+  const std::uint64_t frames = idx.frames(), ds = dtype_size(idx.dtype);
+  std::vector<std::uint64_t> offsets(frames);
+  std::uint64_t at = container::kFramedMagicBytes, longest = 0;
+  for (std::uint64_t i = 0; i < frames; ++i) offsets[i] = at, at += idx.lengths[i], longest = std::max(longest, idx.lengths[i]);
+  Report total;
+  total.backend = resolve_backend(backend);
+  double read_s = 0, write_s = 0;
+  OutFile o(out);
+  Prefetcher reader(frames, longest, [&](std::uint64_t i, std::uint8_t* buf) {
+    f.read_at(buf, offsets[i], idx.lengths[i]);
+  });
+  for (std::uint64_t i = 0; i < frames; ++i) {
+    const std::uint8_t* s = reader.next(read_s);
+    const container::Parsed parsed = container::read(s, idx.lengths[i]);
+    check_frame(parsed.header, idx, i);
+    Report r;
+    const Field field = impl::decompress_parsed(parsed, idx.lengths[i], backend, &r);
+    merge_report(total, r);
+    const auto tw = Clock::now();
+    o.write(field.bytes.data(), field.bytes.size());
+    write_s += since(tw);
+    if (fo.progress) fo.progress("decompressing", i + 1, frames);
+  }
+  const auto tw = Clock::now();
+  o.commit();
+  write_s += since(tw);
+  res.framed = true;
+  res.frames = frames;
+  res.frame_bytes = idx.slab * idx.slice_elements() * ds;
+  res.file_bytes = o.bytes();
+  if (report) {
+    total.stages.insert(total.stages.begin(), {"read file", read_s});
+    add_stage(total, "write file", write_s);
+    total.elements = idx.dims.count();
+    total.input_bytes = res.file_bytes;
+    total.output_bytes = f.size();
+    total.abs_bound = idx.abs_bound;
+    total.value_min = idx.value_min, total.value_max = idx.value_max;
+    total.total_seconds = since(t0);
+    *report = std::move(total);
+  }
+  return res;
+}
+
+FileInfo inspect_file(const std::string& path) {
+  const InFile f(path);
+  FileInfo fi;
+  fi.file_bytes = f.size();
+  if (!starts_framed(f)) {
+    Bytes stream = huge_page_bytes(static_cast<std::size_t>(f.size()));
+    f.read_at(stream.data(), 0, stream.size());
+    fi.info = inspect(stream.data(), stream.size());
+    return fi;
+  }
+  const container::FrameIndex idx = footer_of(f);
+  Bytes first(static_cast<std::size_t>(idx.lengths[0]));
+  f.read_at(first.data(), container::kFramedMagicBytes, first.size());
+  const container::Parsed parsed = container::read(first.data(), first.size());
+  check_frame(parsed.header, idx, 0);
+  fi.info = framed_info(idx, parsed);
+  fi.frames = idx.frames();
+  fi.slab = idx.slab;
+  return fi;
+}
+
+namespace impl {
+
+Field decompress_framed(const std::uint8_t* data, std::size_t size, Backend backend, Report* report) {
+  const auto t0 = Clock::now();
+  const container::FrameIndex idx = footer_of(data, size);
+  const std::uint64_t ds = dtype_size(idx.dtype);
+  Field field;
+  field.dtype = idx.dtype;
+  field.dims = idx.dims;
+  resize_huge(field.bytes, static_cast<std::size_t>(idx.dims.count() * ds));
+  Report total;
+  total.backend = resolve_backend(backend);
+  std::uint64_t at = container::kFramedMagicBytes;
+  for (std::uint64_t i = 0; i < idx.frames(); ++i) {
+    const container::Parsed parsed = container::read(data + at, idx.lengths[i]);
+    check_frame(parsed.header, idx, i);
+    Report r;
+    const Field part = decompress_parsed(parsed, idx.lengths[i], backend, &r);
+    merge_report(total, r);
+    std::memcpy(field.bytes.data() + idx.frame_first_element(i) * ds, part.bytes.data(), part.bytes.size());
+    at += idx.lengths[i];
+  }
+  if (report) {
+    total.elements = idx.dims.count();
+    total.input_bytes = field.bytes.size();
+    total.output_bytes = size;
+    total.abs_bound = idx.abs_bound;
+    total.value_min = idx.value_min, total.value_max = idx.value_max;
+    total.total_seconds = since(t0);
+    *report = std::move(total);
+  }
+  return field;
+}
+
+StreamInfo inspect_framed(const std::uint8_t* data, std::size_t size) {
+  const container::FrameIndex idx = footer_of(data, size);
+  std::uint64_t at = container::kFramedMagicBytes;
+  StreamInfo info;
+  for (std::uint64_t i = 0; i < idx.frames(); ++i) {  // every frame validated, as inspect() promises
+    const container::Parsed parsed = container::read(data + at, idx.lengths[i]);
+    check_frame(parsed.header, idx, i);
+    if (i == 0) info = framed_info(idx, parsed);
+    at += idx.lengths[i];
+  }
+  return info;
+}
+
+}  // namespace impl
+}  // namespace ksz
