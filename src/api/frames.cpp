@@ -50,7 +50,6 @@ class InFile {
   InFile& operator=(const InFile&) = delete;
   ~InFile() { ::close(m_fd); }
   std::uint64_t size() const { return m_size; }
-  const std::string& path() const { return m_path; }
   void read_at(void* dst, std::uint64_t offset, std::uint64_t n) const {
     auto* p = static_cast<std::uint8_t*>(dst);
     while (n > 0) {
@@ -402,8 +401,11 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
     const Bytes stream = compress(raw, dtype, d, fopt, &r);
     merge_report(total, r);
     frame_bound = std::max(frame_bound, r.abs_bound);
-    if (i == 0) idx.predictor = r.predictor;
-    one_predictor = one_predictor && r.predictor == idx.predictor;
+    // The stream's predictor (the classic pipeline's reports name none).
+    const PredictorId p = opt.classic || opt.predictor == PredictorId::ClassicLorenzo ? PredictorId::ClassicLorenzo
+                                                                                      : r.predictor;
+    if (i == 0) idx.predictor = p;
+    one_predictor = one_predictor && p == idx.predictor;
     idx.outliers += r.outliers;
     idx.verbatim += r.verbatim;
     if (fo.on_frame) fo.on_frame(raw, stream, d, idx.frame_first_element(i));

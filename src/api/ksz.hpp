@@ -79,12 +79,14 @@ struct Field {
   Bytes bytes;  // dims.count() * dtype_size(dtype)
 };
 
-// Decompresses a whole stream. Throws CorruptStream for anything not a valid
-// ksz stream; never returns a partial field.
+// Decompresses a whole stream, or a framed file held in memory (frames.hpp).
+// Throws CorruptStream for anything not a valid ksz stream; never returns a
+// partial field.
 Field decompress(const std::uint8_t* stream, std::size_t size, Backend backend = Backend::Default,
                  Report* report = nullptr);
 
-// Header facts without decompressing (validates the header and checksums).
+// Header facts without decompressing (validates the header and checksums; of
+// a framed file, the footer's facts and every frame's checksums).
 struct StreamInfo {
   DType dtype;
   Dims dims;

@@ -135,6 +135,7 @@ void expect_framed_round_trip(PredictorId predictor, ErrorMode mode, double boun
   const FileInfo fi = inspect_file(dir.path("f.kszf"));
   EXPECT_EQ(fi.frames, res.frames);
   EXPECT_EQ(fi.info.abs_bound, res.abs_bound);
+  if (predictor != PredictorId::Auto) EXPECT_EQ(fi.info.predictor, predictor) << what;  // the footer names it
 }
 
 TYPED_TEST(FramedFiles, BoundOnEveryElement) {
@@ -147,6 +148,8 @@ TYPED_TEST(FramedFiles, BoundOnEveryElement) {
   expect_framed_round_trip<float, S>(PredictorId::Interp, ErrorMode::REL, 1e-4, Pattern::Smooth);
   expect_framed_round_trip<double, S>(PredictorId::Lorenzo, ErrorMode::ABS, 1e-6, Pattern::Spiky);
   expect_framed_round_trip<float, S>(PredictorId::Lorenzo, ErrorMode::PW_REL, 1e-2, Pattern::Noisy);
+  expect_framed_round_trip<double, S>(PredictorId::ClassicLorenzo, ErrorMode::REL, 1e-4, Pattern::Smooth);
+  expect_framed_round_trip<float, S>(PredictorId::Auto, ErrorMode::REL, 1e-3, Pattern::Noisy);
 }
 
 // Lorenzo's dual quantization and SZx's blocks (frames of whole blocks)
