@@ -142,6 +142,33 @@ class Prefetcher {
   std::future<void> m_pending;
 };
 
+// An OutFile written one buffer at a time on a thread of its own, in order,
+// while the caller goes on with the next frame.
+class WriteBehind {
+ public:
+  explicit WriteBehind(OutFile& o) : m_out(o) {}
+  WriteBehind(const WriteBehind&) = delete;
+  WriteBehind& operator=(const WriteBehind&) = delete;
+  ~WriteBehind() {
+    if (m_pending.valid()) m_pending.wait();
+  }
+  // Waits for the write before (rethrowing its error), then starts this one.
+  void write(Bytes data, double& waited) {
+    finish(waited);
+    m_pending = std::async(std::launch::async, [this, d = std::move(data)] { m_out.write(d.data(), d.size()); });
+  }
+  void finish(double& waited) {
+    if (!m_pending.valid()) return;
+    const auto t = Clock::now();
+    m_pending.get();
+    waited += since(t);
+  }
+
+ private:
+  OutFile& m_out;
+  std::future<void> m_pending;
+};
+
 struct HostRange {
   bool any = false;
   double min = 0, max = 0;
@@ -390,6 +417,7 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
   }
   OutFile o(out);
   o.write(container::kFramedMagic, container::kFramedMagicBytes);
+  WriteBehind writer(o);
   Prefetcher reader(frames, full, fill);
   double frame_bound = 0;
   bool one_predictor = true;
@@ -398,7 +426,7 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
     if (opt.mode != ErrorMode::REL) range = merge(range, ranges[i % 2]);
     const Dims d = idx.frame_dims(i);
     Report r;
-    const Bytes stream = compress(raw, dtype, d, fopt, &r);
+    Bytes stream = compress(raw, dtype, d, fopt, &r);
     merge_report(total, r);
     frame_bound = std::max(frame_bound, r.abs_bound);
     // The stream's predictor (the classic pipeline's reports name none).
@@ -409,10 +437,8 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
     idx.outliers += r.outliers;
     idx.verbatim += r.verbatim;
     if (fo.on_frame) fo.on_frame(raw, stream, d, idx.frame_first_element(i));
-    const auto tw = Clock::now();
-    o.write(stream.data(), stream.size());
-    write_s += since(tw);
     idx.lengths.push_back(stream.size());
+    writer.write(std::move(stream), write_s);
     if (fo.progress) fo.progress("compressing", i + 1, frames);
   }
   if (!one_predictor) idx.predictor = PredictorId::Auto;
@@ -422,6 +448,7 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
   KSZ_EXPECTS(std::isfinite(idx.abs_bound), "the resolved bound overflows (value range [", range.min, ", ",
               range.max, "]): use an absolute bound");
   const Bytes footer = container::write_footer(idx);
+  writer.finish(write_s);
   const auto tw = Clock::now();
   o.write(footer.data(), footer.size());
   o.commit();
@@ -481,6 +508,7 @@ FileResult decompress_file(const std::string& in, const std::string& out, Backen
   total.backend = resolve_backend(backend);
   double read_s = 0, write_s = 0;
   OutFile o(out);
+  WriteBehind writer(o);
   Prefetcher reader(frames, longest, [&](std::uint64_t i, std::uint8_t* buf) {
     f.read_at(buf, offsets[i], idx.lengths[i]);
   });
@@ -489,13 +517,12 @@ FileResult decompress_file(const std::string& in, const std::string& out, Backen
     const container::Parsed parsed = container::read(s, idx.lengths[i]);
     check_frame(parsed.header, idx, i);
     Report r;
-    const Field field = impl::decompress_parsed(parsed, idx.lengths[i], backend, &r);
+    Field field = impl::decompress_parsed(parsed, idx.lengths[i], backend, &r);
     merge_report(total, r);
-    const auto tw = Clock::now();
-    o.write(field.bytes.data(), field.bytes.size());
-    write_s += since(tw);
+    writer.write(std::move(field.bytes), write_s);
     if (fo.progress) fo.progress("decompressing", i + 1, frames);
   }
+  writer.finish(write_s);
   const auto tw = Clock::now();
   o.commit();
   write_s += since(tw);

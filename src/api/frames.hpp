@@ -4,8 +4,9 @@
 // decompressed with the public API (ksz.hpp), so every backend, predictor
 // and bound works as it does on a whole array; the bound is the whole
 // array's (REL resolves over the whole file's value range, found by a first
-// pass over it). Only two frames' raw values and one frame's stream are held
-// at a time; the next frame is read while one is compressed. Outputs are
+// pass over it). The next frame is read, and the last one written, while one
+// is compressed or decompressed: two frames' values and two frames' streams
+// are held at a time, whatever the file's size. Outputs are
 // written beside their name and renamed when whole, so a failed run leaves
 // nothing behind.
 #pragma once
