@@ -329,6 +329,21 @@ bool starts_framed(const InFile& f) {
   return container::is_framed(head, sizeof head);
 }
 
+// An unframed call's output, written whole, and its report: the call's stages
+// between the file's read and write.
+void write_whole(const std::string& out, const Bytes& data, const Report& r, double read_s, Clock::time_point t0,
+                 Report* report) {
+  const auto tw = Clock::now();
+  OutFile o(out);
+  o.write(data.data(), data.size());
+  o.commit();
+  if (!report) return;
+  *report = r;
+  report->stages.insert(report->stages.begin(), {"read file", read_s});
+  report->stages.push_back({"write file", since(tw)});
+  report->total_seconds = since(t0);
+}
+
 FileResult compress_whole(const InFile& f, const std::string& out, DType dtype, const Dims& dims, const Options& opt,
                           const FrameOptions& fo, Report* report) {
   const auto t0 = Clock::now();
@@ -338,16 +353,7 @@ FileResult compress_whole(const InFile& f, const std::string& out, DType dtype, 
   Report r;
   const Bytes stream = compress(raw.data(), dtype, dims, opt, &r);
   if (fo.on_frame) fo.on_frame(raw.data(), stream, dims, 0);
-  const auto tw = Clock::now();
-  OutFile o(out);
-  o.write(stream.data(), stream.size());
-  o.commit();
-  if (report) {
-    *report = r;
-    report->stages.insert(report->stages.begin(), {"read file", read_s});
-    report->stages.push_back({"write file", since(tw)});
-    report->total_seconds = since(t0);
-  }
+  write_whole(out, stream, r, read_s, t0, report);
   if (fo.progress) fo.progress("compressing", 1, 1);
   FileResult res;
   res.frame_bytes = f.size();
@@ -484,16 +490,7 @@ FileResult decompress_file(const std::string& in, const std::string& out, Backen
     const double read_s = since(t0);
     Report r;
     const Field field = decompress(stream.data(), stream.size(), backend, &r);
-    const auto tw = Clock::now();
-    OutFile o(out);
-    o.write(field.bytes.data(), field.bytes.size());
-    o.commit();
-    if (report) {
-      *report = r;
-      report->stages.insert(report->stages.begin(), {"read file", read_s});
-      report->stages.push_back({"write file", since(tw)});
-      report->total_seconds = since(t0);
-    }
+    write_whole(out, field.bytes, r, read_s, t0, report);
     if (fo.progress) fo.progress("decompressing", 1, 1);
     res.frame_bytes = field.bytes.size();
     res.file_bytes = field.bytes.size();
