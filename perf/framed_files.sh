@@ -10,7 +10,7 @@
 # DIMS (default 1024,1024,1024), FRAMES (MiB, default "0 512 1024"; 0 = whole),
 # CASES (default "szx:1e-3 lorenzo:1e-4", REL), W (work folder, default /tmp/fw).
 set -u
-[ -f perf/gpu_setup.sh ] && . perf/gpu_setup.sh
+# (On the GPU machine, source perf/gpu_setup.sh first: it unpacks .gpu/bins.tgz.)
 DIMS=${DIMS:-1024,1024,1024}; FRAMES=${FRAMES:-0 512 1024}; CASES=${CASES:-szx:1e-3 lorenzo:1e-4}
 W=${W:-/tmp/fw}; K=${K:-.gpu/ksz-cuda}; KO=${KO:-.gpu/ksz-omp}
 TM=$( [ -x .gpu/time ] && echo .gpu/time || echo /usr/bin/time )

@@ -109,14 +109,22 @@ class OutFile {
   std::uint64_t m_bytes = 0;
 };
 
+// Two buffers of a size, faulted in once (fresh pages cost the dev VM 2-5 ms
+// a MiB under its hypervisor) and kept for every pass over a file.
+struct FrameBuffers {
+  explicit FrameBuffers(std::uint64_t bytes) {
+    for (auto& b : buf) b = huge_page_bytes(static_cast<std::size_t>(bytes));
+  }
+  Bytes buf[2];
+};
+
 // Item i + 1 read into one buffer while the caller works on item i in the
-// other. fill(i, buf) writes item i (at most max_bytes) into buf.
+// other. fill(i, buf) writes item i (at most the buffers' size) into buf.
 class Prefetcher {
  public:
   using Fill = std::function<void(std::uint64_t, std::uint8_t*)>;
-  Prefetcher(std::uint64_t count, std::uint64_t max_bytes, Fill fill)
-      : m_count(count), m_fill(std::move(fill)) {
-    for (auto& b : m_buf) b = huge_page_bytes(static_cast<std::size_t>(max_bytes), false);
+  Prefetcher(std::uint64_t count, FrameBuffers& buffers, Fill fill)
+      : m_count(count), m_fill(std::move(fill)), m_buf(buffers.buf) {
     if (m_count > 0) launch(0);
   }
   ~Prefetcher() {
@@ -138,7 +146,7 @@ class Prefetcher {
   }
   std::uint64_t m_count, m_next = 0;
   Fill m_fill;
-  Bytes m_buf[2];
+  Bytes* m_buf;
   std::future<void> m_pending;
 };
 
@@ -397,24 +405,29 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
   container::FrameIndex idx = plan_frames(dtype, dims, opt, frame_bytes);
   const std::uint64_t frames = idx.frames(), slice_bytes = idx.slice_elements() * ds;
   const std::uint64_t full = idx.slab * slice_bytes;
+  const auto read = [&](std::uint64_t i, std::uint8_t* buf) {
+    f.read_at(buf, idx.frame_first_element(i) * ds, idx.frame_dims(i).count() * ds);
+  };
+  // Outside REL the range is the footer's alone: found by the reading thread,
+  // beside the compression.
   HostRange ranges[2];  // the prefetched frames' (by buffer)
-  const auto fill = [&](std::uint64_t i, std::uint8_t* buf) {
-    const std::uint64_t n = idx.frame_dims(i).count();
-    f.read_at(buf, idx.frame_first_element(i) * ds, n * ds);
-    ranges[i % 2] = finite_range(buf, dtype, n);
+  const auto read_and_range = [&](std::uint64_t i, std::uint8_t* buf) {
+    read(i, buf);
+    ranges[i % 2] = finite_range(buf, dtype, idx.frame_dims(i).count());
   };
   Report total;
   total.backend = resolve_backend(opt.backend);
   double read_s = 0, write_s = 0;
   HostRange range;
   Options fopt = opt;
+  FrameBuffers buffers(full);
   if (opt.mode == ErrorMode::REL) {  // the whole file's range first: the bound every frame codes under
     const auto tr = Clock::now();
-    Prefetcher pass(frames, full, fill);
+    Prefetcher pass(frames, buffers, read);  // frame i + 1 read while frame i's range is found
     double ignored = 0;
     for (std::uint64_t i = 0; i < frames; ++i) {
-      pass.next(ignored);
-      range = merge(range, ranges[i % 2]);
+      const std::uint8_t* raw = pass.next(ignored);
+      range = merge(range, finite_range(raw, dtype, idx.frame_dims(i).count()));
       if (fo.progress) fo.progress("value range", i + 1, frames);
     }
     const double e = opt.bound * (range.any ? range.max - range.min : 0.0);
@@ -424,12 +437,13 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
   OutFile o(out);
   o.write(container::kFramedMagic, container::kFramedMagicBytes);
   WriteBehind writer(o);
-  Prefetcher reader(frames, full, fill);
+  const bool rel = opt.mode == ErrorMode::REL;
+  Prefetcher reader(frames, buffers, rel ? Prefetcher::Fill(read) : Prefetcher::Fill(read_and_range));
   double frame_bound = 0;
   bool one_predictor = true;
   for (std::uint64_t i = 0; i < frames; ++i) {
     const std::uint8_t* raw = reader.next(read_s);
-    if (opt.mode != ErrorMode::REL) range = merge(range, ranges[i % 2]);
+    if (!rel) range = merge(range, ranges[i % 2]);
     const Dims d = idx.frame_dims(i);
     Report r;
     Bytes stream = compress(raw, dtype, d, fopt, &r);
@@ -506,7 +520,8 @@ FileResult decompress_file(const std::string& in, const std::string& out, Backen
   double read_s = 0, write_s = 0;
   OutFile o(out);
   WriteBehind writer(o);
-  Prefetcher reader(frames, longest, [&](std::uint64_t i, std::uint8_t* buf) {
+  FrameBuffers buffers(longest);
+  Prefetcher reader(frames, buffers, [&](std::uint64_t i, std::uint8_t* buf) {
     f.read_at(buf, offsets[i], idx.lengths[i]);
   });
   for (std::uint64_t i = 0; i < frames; ++i) {
