@@ -468,11 +468,11 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
     for (std::uint64_t i = 0; i < frames; ++i) {
       const std::uint8_t* raw = pass.next(ignored);
       range = merge(range, finite_range(raw, dtype, idx.frame_dims(i).count()));
-      if (fo.progress) fo.progress("value range", i + 1, frames);
+      if (fo.progress) fo.progress("file value range", i + 1, frames);
     }
     const double e = opt.bound * (range.any ? range.max - range.min : 0.0);
     if (std::isfinite(e) && e > 0) fopt.mode = ErrorMode::ABS, fopt.bound = e;  // else each frame resolves to 0
-    add_stage(total, "value range", since(tr));
+    add_stage(total, "file value range", since(tr));  // not a pipeline stage of that name
   }
   OutFile o(out);
   o.write(container::kFramedMagic, container::kFramedMagicBytes);

@@ -24,7 +24,7 @@ struct FrameOptions {
   // as one ordinary stream where it takes at most a quarter of the memory
   // budget (memory_budget), else frames of an eighth of it, 1 GiB at most.
   std::uint64_t frame_bytes = 0;
-  // After each frame: what is running ("value range", "compressing",
+  // After each frame: what is running ("file value range", "compressing",
   // "decompressing"), frames done, frames in all.
   std::function<void(const char* what, std::uint64_t done, std::uint64_t total)> progress;
   // compress_file: each frame's raw values and stream once it is compressed
@@ -45,8 +45,8 @@ struct FileResult {
 // Compresses the raw little-endian file `in` (dims.count() values of dtype)
 // to `out`. Throws InvalidInput for bad arguments or a file of the wrong size
 // before anything is written. report (optional): the frames' stages summed,
-// plus "read file" and "write file" (waits on the file system), "value range"
-// (REL's first pass); total_seconds the whole call.
+// plus "read file" and "write file" (waits on the file system), "file value
+// range" (REL's first pass); total_seconds the whole call.
 FileResult compress_file(const std::string& in, const std::string& out, DType dtype, const Dims& dims,
                          const Options& opt, const FrameOptions& frames = {}, Report* report = nullptr);
 
