@@ -98,8 +98,7 @@ class InFile {
 };
 
 // An output written under a temporary name beside its own and renamed when
-// whole (commit); destroyed uncommitted, it removes what it wrote. Large
-// writes go in pieces on up to kIoThreads threads (pwrite at their places).
+// whole (commit); destroyed uncommitted, it removes what it wrote.
 class OutFile {
  public:
   explicit OutFile(const std::string& path)
@@ -114,20 +113,16 @@ class OutFile {
     ::close(m_fd);
     ::unlink(m_tmp.c_str());
   }
+  // One thread: buffered writes to one file hold its inode's lock, so
+  // pieces on eight threads ran no faster (3.5 GB/s on the H200 host).
   void write(const void* p, std::size_t n) {
-    const std::uint64_t base = m_bytes;
-    split_io(n, [&](std::uint64_t at, std::uint64_t len) {
-      const auto* q = static_cast<const std::uint8_t*>(p) + at;
-      std::uint64_t off = base + at;
-      while (len > 0) {
-        const ssize_t put = ::pwrite(m_fd, q, static_cast<std::size_t>(std::min<std::uint64_t>(len, 1u << 30)),
-                                     static_cast<off_t>(off));
-        if (put < 0 && errno == EINTR) continue;
-        if (put <= 0) fail(put < 0 ? errno : ENOSPC);
-        q += put, off += static_cast<std::uint64_t>(put), len -= static_cast<std::uint64_t>(put);
-      }
-    });
-    m_bytes += n;
+    const auto* q = static_cast<const std::uint8_t*>(p);
+    while (n > 0) {
+      const ssize_t put = ::write(m_fd, q, std::min<std::size_t>(n, std::size_t(1) << 30));
+      if (put < 0 && errno == EINTR) continue;
+      if (put <= 0) fail(put < 0 ? errno : ENOSPC);
+      q += put, n -= static_cast<std::size_t>(put), m_bytes += static_cast<std::uint64_t>(put);
+    }
   }
   std::uint64_t bytes() const { return m_bytes; }
   void commit() {
