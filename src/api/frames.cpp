@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <future>
@@ -420,6 +421,14 @@ std::uint64_t memory_budget(Backend backend) {
 #else
   (void)backend;
 #endif
+  // A share of a node (or a test) may set less.
+  if (const char* env = std::getenv("KSZ_MEMORY_MB")) {
+    char* end = nullptr;
+    const unsigned long long mb = std::strtoull(env, &end, 10);
+    KSZ_EXPECTS(end != env && *end == '\0' && mb > 0 && mb < (1ull << 44), "KSZ_MEMORY_MB must be a positive "
+                "number of MiB, got '", env, "'");
+    budget = std::min<std::uint64_t>(budget, std::uint64_t(mb) << 20);
+  }
   return budget;
 }
 

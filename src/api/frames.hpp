@@ -71,7 +71,7 @@ FileInfo inspect_file(const std::string& path);
 void merge_report(Report& into, const Report& frame);
 
 // Bytes a compression may plan to hold: the host's physical memory, and on
-// CUDA the device's if smaller.
+// CUDA the device's if smaller; at most KSZ_MEMORY_MB MiB where that is set.
 std::uint64_t memory_budget(Backend backend);
 
 }  // namespace ksz

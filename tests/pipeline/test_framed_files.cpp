@@ -284,6 +284,35 @@ TYPED_TEST(FramedFiles, RejectsHostileFiles) {
   rejects(mixed, "a frame under another bound");
 }
 
+// Automatic frames: a file over a quarter of the memory budget (here
+// KSZ_MEMORY_MB) is framed, in frames of an eighth of it.
+TYPED_TEST(FramedFiles, AutomaticFramesFollowTheMemoryBudget) {
+  using S = TypeParam;
+  TempDir dir;
+  const Dims d = dims_of({64, 64, 64});  // 1 MiB
+  const auto in = make_field<float>(Pattern::Smooth, d, 2);
+  spill(dir.path("in.raw"), in);
+  Options opt;
+  opt.backend = backend_of<S>();
+  opt.predictor = PredictorId::SZx;
+  struct Env {
+    ~Env() { ::unsetenv("KSZ_MEMORY_MB"); }
+  } env;
+  ::setenv("KSZ_MEMORY_MB", "4", 1);  // a quarter: the whole MiB
+  EXPECT_FALSE(compress_file(dir.path("in.raw"), dir.path("a.ksz"), DType::F32, d, opt).framed);
+  ::setenv("KSZ_MEMORY_MB", "2", 1);  // frames of 256 KiB: 16 slices
+  const FileResult r = compress_file(dir.path("in.raw"), dir.path("b.ksz"), DType::F32, d, opt);
+  EXPECT_TRUE(r.framed);
+  EXPECT_EQ(r.frames, 4u);
+  EXPECT_EQ(r.frame_bytes, 256u << 10);
+  decompress_file(dir.path("b.ksz"), dir.path("b.raw"), opt.backend);
+  decompress_file(dir.path("a.ksz"), dir.path("a.raw"), opt.backend);
+  EXPECT_EQ(slurp(dir.path("a.raw")), slurp(dir.path("b.raw")));
+  ::setenv("KSZ_MEMORY_MB", "lots", 1);
+  EXPECT_THROW(compress_file(dir.path("in.raw"), dir.path("c.ksz"), DType::F32, d, opt), InvalidInput);
+  EXPECT_FALSE(exists(dir.path("c.ksz")));
+}
+
 TYPED_TEST(FramedFiles, RejectsBadInputBeforeWriting) {
   using S = TypeParam;
   TempDir dir;
