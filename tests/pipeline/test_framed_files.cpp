@@ -242,6 +242,13 @@ TYPED_TEST(FramedFiles, RejectsHostileFiles) {
     EXPECT_FALSE(exists(dir.path("bad.raw"))) << what << ": output left behind";
     EXPECT_THROW(decompress(bad.data(), bad.size(), opt.backend), CorruptStream) << what;
   };
+  // Any byte flipped, anywhere (magic, frames, footer, trailer): checksums
+  // and markers catch every one.
+  for (std::size_t at = 0; at < good.size(); at += 13) {
+    Bytes bad = good;
+    bad[at] ^= 0x20;
+    EXPECT_THROW(decompress(bad.data(), bad.size(), opt.backend), CorruptStream) << "byte " << at;
+  }
   rejects(Bytes(good.begin(), good.end() - 1), "truncated by a byte");
   rejects(Bytes(good.begin(), good.begin() + good.size() / 2), "truncated by half");
   rejects(Bytes(good.begin(), good.begin() + 9), "the magic and a byte");
