@@ -68,6 +68,33 @@ std::string measure_resident(const Space& space, const perf::Field<Space, T>& f,
   return line;
 }
 
+// REL on CUDA: how many compressions since construction coded under a
+// sample's bound and kept their bytes (cuda_spec::szx_speculation); note()
+// adds them to r and returns the line to print ("" where none speculated, and
+// on every other backend).
+class SpeculationCount {
+ public:
+#if defined(KSZ_HAVE_CUDA)
+  SpeculationCount() : m_before(cuda_spec::szx_speculation_counts()) {}
+  std::string note(perf::Result& r) const {
+    const cuda_spec::SzxSpeculation after = cuda_spec::szx_speculation_counts();
+    if (after.tried == m_before.tried) return "";
+    const unsigned long long tried = after.tried - m_before.tried, held = after.held - m_before.held;
+    r.extra.emplace_back("speculation_tried", std::to_string(tried));
+    r.extra.emplace_back("speculation_held", std::to_string(held));
+    char line[160];
+    std::snprintf(line, sizeof line, "  REL speculation: %llu of %llu compressions kept the sample's bound's bytes\n",
+                  held, tried);
+    return line;
+  }
+
+ private:
+  cuda_spec::SzxSpeculation m_before;
+#else
+  std::string note(perf::Result&) const { return ""; }
+#endif
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,29 +112,14 @@ int main(int argc, char** argv) {
               Options opt = c.options(b);
               opt.predictor = PredictorId::SZx;
               opt.szx_block = std::uint32_t(std::stoul(blk));
-#if defined(KSZ_HAVE_CUDA)
-              const cuda_spec::SzxSpeculation before = cuda_spec::szx_speculation_counts();
-#endif
+              const SpeculationCount spec;
               perf::Result r = perf::measure<pipeline::SzxPipeline<Space>>(space, f, opt, c.reps, c.track_memory,
                                                                             "szx", "szx b" + blk);
               r.extra.emplace_back("block", blk);
               const std::string line = resident ? measure_resident(space, f, opt, c.reps, r) : "";
-#if defined(KSZ_HAVE_CUDA)
-              // REL on CUDA: how many compressions coded under a sample's bound
-              // and kept their bytes (cuda_spec::szx_speculation).
-              const cuda_spec::SzxSpeculation after = cuda_spec::szx_speculation_counts();
-              if (after.tried > before.tried) {
-                r.extra.emplace_back("speculation_tried", std::to_string(after.tried - before.tried));
-                r.extra.emplace_back("speculation_held", std::to_string(after.held - before.held));
-              }
-#endif
+              const std::string spec_line = spec.note(r);
               out.add(r);
-              std::printf("%s", line.c_str());
-#if defined(KSZ_HAVE_CUDA)
-              if (after.tried > before.tried)
-                std::printf("  REL speculation: %llu of %llu compressions kept the sample's bound's bytes\n",
-                            after.held - before.held, after.tried - before.tried);
-#endif
+              std::printf("%s%s", line.c_str(), spec_line.c_str());
             }
         });
       });
