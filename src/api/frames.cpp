@@ -373,6 +373,94 @@ bool starts_framed(const InFile& f) {
   return container::is_framed(head, sizeof head);
 }
 
+// A framed file being written: frames in order (each compressed under fopt
+// and handed to a writing thread), then the footer.
+class FrameSink {
+ public:
+  // idx: the file's footer so far (dtype, extents, mode, bound, slab);
+  // expected: its frame count where known (progress), else 0.
+  FrameSink(const std::string& out, const container::FrameIndex& idx, const Options& opt, const Options& fopt,
+            const FrameOptions& fo, std::uint64_t expected)
+      : m_out(out), m_writer(m_out), m_idx(idx), m_opt(opt), m_fopt(fopt), m_fo(fo), m_expected(expected) {
+    m_out.write(container::kFramedMagic, container::kFramedMagicBytes);
+    m_total.backend = resolve_backend(opt.backend);
+  }
+  Report& report() { return m_total; }
+  void add_range(const HostRange& r) { m_range = merge(m_range, r); }
+  std::uint64_t frames() const { return m_idx.lengths.size(); }
+  // The next frame: `slices` slices (the slab, or fewer for the last).
+  void add(const void* raw, std::uint64_t slices) {
+    const std::uint64_t i = frames();
+    Dims d = m_idx.dims;
+    d.n[d.rank - 1] = slices;
+    Report r;
+    Bytes stream = compress(raw, m_idx.dtype, d, m_fopt, &r);
+    merge_report(m_total, r);
+    m_frame_bound = std::max(m_frame_bound, r.abs_bound);
+    // The stream's predictor (the classic pipeline's reports name none).
+    const PredictorId p = m_opt.classic || m_opt.predictor == PredictorId::ClassicLorenzo
+                              ? PredictorId::ClassicLorenzo
+                              : r.predictor;
+    if (i == 0) m_idx.predictor = p;
+    m_one_predictor = m_one_predictor && p == m_idx.predictor;
+    m_idx.outliers += r.outliers;
+    m_idx.verbatim += r.verbatim;
+    if (m_fo.on_frame) m_fo.on_frame(raw, stream, d, m_idx.frame_first_element(i));
+    m_idx.lengths.push_back(stream.size());
+    m_writer.write(std::move(stream), m_write_s);
+    if (m_fo.progress) m_fo.progress("compressing", i + 1, m_expected);
+  }
+  // The footer, the array's slowest extent now `slices`; the file put in
+  // place. read_s: the caller's waits on its input; t0: the call's start.
+  FileResult finish(std::uint64_t slices, double read_s, Clock::time_point t0, Report* report) {
+    m_idx.dims.n[m_idx.dims.rank - 1] = slices;
+    if (!m_one_predictor) m_idx.predictor = PredictorId::Auto;
+    m_idx.value_min = m_range.any ? m_range.min : 0;
+    m_idx.value_max = m_range.any ? m_range.max : 0;
+    m_idx.abs_bound = m_opt.mode == ErrorMode::ABS     ? m_opt.bound
+                      : m_fopt.mode == ErrorMode::ABS ? m_fopt.bound
+                                                      : m_frame_bound;
+    KSZ_EXPECTS(std::isfinite(m_idx.abs_bound), "the resolved bound overflows (value range [", m_range.min, ", ",
+                m_range.max, "]): use an absolute bound");
+    const Bytes footer = container::write_footer(m_idx);
+    m_writer.finish(m_write_s);
+    const auto tw = Clock::now();
+    m_out.write(footer.data(), footer.size());
+    m_out.commit();
+    m_write_s += since(tw);
+    FileResult res;
+    res.framed = true;
+    res.frames = frames();
+    res.frame_bytes = m_idx.slab * m_idx.slice_elements() * dtype_size(m_idx.dtype);
+    res.file_bytes = m_out.bytes();
+    res.abs_bound = m_idx.abs_bound;
+    res.value_min = m_idx.value_min, res.value_max = m_idx.value_max;
+    if (report) {
+      m_total.stages.insert(m_total.stages.begin(), {"read file", read_s});
+      add_stage(m_total, "write file", m_write_s);
+      m_total.output_bytes = res.file_bytes;
+      m_total.abs_bound = m_idx.abs_bound;
+      m_total.value_min = m_idx.value_min, m_total.value_max = m_idx.value_max;
+      if (!m_one_predictor) m_total.predictor = PredictorId::Auto;
+      m_total.total_seconds = since(t0);
+      *report = std::move(m_total);
+    }
+    return res;
+  }
+
+ private:
+  OutFile m_out;
+  WriteBehind m_writer;  // (after m_out: done with it before it goes)
+  container::FrameIndex m_idx;
+  Options m_opt, m_fopt;
+  const FrameOptions& m_fo;
+  std::uint64_t m_expected;
+  Report m_total;
+  HostRange m_range;
+  double m_write_s = 0, m_frame_bound = 0;
+  bool m_one_predictor = true;
+};
+
 // An unframed call's output, written whole, and its report: the call's stages
 // between the file's read and write.
 void write_whole(const std::string& out, const Bytes& data, const Report& r, double read_s, Clock::time_point t0,
@@ -459,13 +547,13 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
     read(i, buf);
     ranges[i % 2] = finite_range(buf, dtype, idx.frame_dims(i).count());
   };
-  Report total;
-  total.backend = resolve_backend(opt.backend);
-  double read_s = 0, write_s = 0;
+  double read_s = 0;
   HostRange range;
   Options fopt = opt;
   FrameBuffers buffers(full);
-  if (opt.mode == ErrorMode::REL) {  // the whole file's range first: the bound every frame codes under
+  double range_s = 0;
+  const bool rel = opt.mode == ErrorMode::REL;
+  if (rel) {  // the whole file's range first: the bound every frame codes under
     const auto tr = Clock::now();
     Prefetcher pass(frames, buffers, read);  // frame i + 1 read while frame i's range is found
     double ignored = 0;
@@ -476,65 +564,95 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
     }
     const double e = opt.bound * (range.any ? range.max - range.min : 0.0);
     if (std::isfinite(e) && e > 0) fopt.mode = ErrorMode::ABS, fopt.bound = e;  // else each frame resolves to 0
-    add_stage(total, "file value range", since(tr));  // not a pipeline stage of that name
+    range_s = since(tr);
   }
-  OutFile o(out);
-  o.write(container::kFramedMagic, container::kFramedMagicBytes);
-  WriteBehind writer(o);
-  const bool rel = opt.mode == ErrorMode::REL;
+  FrameSink sink(out, idx, opt, fopt, fo, frames);
+  if (rel) {
+    add_stage(sink.report(), "file value range", range_s);  // not a pipeline stage of that name
+    sink.add_range(range);
+  }
   Prefetcher reader(frames, buffers, rel ? Prefetcher::Fill(read) : Prefetcher::Fill(read_and_range));
-  double frame_bound = 0;
-  bool one_predictor = true;
   for (std::uint64_t i = 0; i < frames; ++i) {
     const std::uint8_t* raw = reader.next(read_s);
-    if (!rel) range = merge(range, ranges[i % 2]);
-    const Dims d = idx.frame_dims(i);
-    Report r;
-    Bytes stream = compress(raw, dtype, d, fopt, &r);
-    merge_report(total, r);
-    frame_bound = std::max(frame_bound, r.abs_bound);
-    // The stream's predictor (the classic pipeline's reports name none).
-    const PredictorId p = opt.classic || opt.predictor == PredictorId::ClassicLorenzo ? PredictorId::ClassicLorenzo
-                                                                                      : r.predictor;
-    if (i == 0) idx.predictor = p;
-    one_predictor = one_predictor && p == idx.predictor;
-    idx.outliers += r.outliers;
-    idx.verbatim += r.verbatim;
-    if (fo.on_frame) fo.on_frame(raw, stream, d, idx.frame_first_element(i));
-    idx.lengths.push_back(stream.size());
-    writer.write(std::move(stream), write_s);
-    if (fo.progress) fo.progress("compressing", i + 1, frames);
+    if (!rel) sink.add_range(ranges[i % 2]);
+    sink.add(raw, idx.frame_dims(i).n[dims.rank - 1]);
   }
-  if (!one_predictor) idx.predictor = PredictorId::Auto;
-  idx.value_min = range.any ? range.min : 0;
-  idx.value_max = range.any ? range.max : 0;
-  idx.abs_bound = opt.mode == ErrorMode::ABS ? opt.bound : fopt.mode == ErrorMode::ABS ? fopt.bound : frame_bound;
-  KSZ_EXPECTS(std::isfinite(idx.abs_bound), "the resolved bound overflows (value range [", range.min, ", ",
-              range.max, "]): use an absolute bound");
-  const Bytes footer = container::write_footer(idx);
-  writer.finish(write_s);
-  const auto tw = Clock::now();
-  o.write(footer.data(), footer.size());
-  o.commit();
-  write_s += since(tw);
-  FileResult res;
-  res.framed = true;
-  res.frames = frames;
-  res.frame_bytes = full;
-  res.file_bytes = o.bytes();
-  res.abs_bound = idx.abs_bound;
-  res.value_min = idx.value_min, res.value_max = idx.value_max;
-  if (report) {
-    total.stages.insert(total.stages.begin(), {"read file", read_s});
-    add_stage(total, "write file", write_s);
-    total.output_bytes = res.file_bytes;
-    total.abs_bound = idx.abs_bound;
-    total.value_min = idx.value_min, total.value_max = idx.value_max;
-    if (!one_predictor) total.predictor = PredictorId::Auto;
-    total.total_seconds = since(t0);
-    *report = std::move(total);
+  return sink.finish(dims.n[dims.rank - 1], read_s, t0, report);
+}
+
+struct FrameWriter::State {
+  State(const std::string& path, const container::FrameIndex& idx, const Options& opt, const FrameOptions& fo)
+      : fo(fo), buffer(huge_page_bytes(static_cast<std::size_t>(idx.slab * idx.slice_elements() *
+                                                               dtype_size(idx.dtype)))),
+        sink(path, idx, opt, opt, this->fo, 0), idx(idx) {}
+  // The frame at raw (buffered or the caller's).
+  void add(const void* raw, std::uint64_t slices) {
+    sink.add_range(finite_range(raw, idx.dtype, slices * idx.slice_elements()));
+    sink.add(raw, slices);
   }
-  return res;
+  FrameOptions fo;
+  Bytes buffer;
+  FrameSink sink;
+  container::FrameIndex idx;
+  std::uint64_t filled = 0, total = 0;  // slices in the buffer, appended in all
+  Clock::time_point t0 = Clock::now();
+  bool done = false;
+};
+
+FrameWriter::FrameWriter(const std::string& path, DType dtype, const Dims& frame_dims, const Options& opt,
+                         const FrameOptions& fo)
+    : m_state(nullptr) {
+  validate(dtype, frame_dims, opt);
+  KSZ_EXPECTS(opt.mode != ErrorMode::REL, "a stream of slices cannot be compressed under a REL bound (it needs the "
+              "whole array's value range first): give an ABS or PW_REL bound, or compress the file (compress_file)");
+  container::FrameIndex idx;
+  idx.dtype = dtype;
+  idx.dims = frame_dims;
+  idx.mode = opt.mode;
+  idx.user_bound = opt.bound;
+  idx.slab = frame_dims.n[frame_dims.rank - 1];
+  m_state = new State(path, idx, opt, fo);
+}
+
+FrameWriter::~FrameWriter() { delete m_state; }  // unfinished: the sink's file removes itself
+
+void FrameWriter::append(const void* data, std::uint64_t slices) {
+  State& st = *m_state;
+  KSZ_EXPECTS(!st.done, "append after finish (or after an append that failed)");
+  KSZ_EXPECTS(data != nullptr || slices == 0, "null slices");
+  try {
+    append_slices(st, data, slices);
+  } catch (...) {
+    st.done = true;  // the file stays unfinished, removed when the writer goes
+    throw;
+  }
+}
+
+void FrameWriter::append_slices(State& st, const void* data, std::uint64_t slices) {
+  const std::uint64_t slice = st.idx.slice_elements(), slab = st.idx.slab, ds = dtype_size(st.idx.dtype);
+  KSZ_EXPECTS(slices <= (container::kMaxElements / slice) - st.total, "more than 2^40 elements appended");
+  KSZ_EXPECTS((st.total + slices + slab - 1) / slab <= container::kMaxFrames, "more than 2^24 frames appended");
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  while (slices > 0) {
+    if (st.filled == 0 && slices >= slab) {  // a whole frame of the caller's: no copy
+      st.add(p, slab);
+      p += slab * slice * ds, slices -= slab, st.total += slab;
+      continue;
+    }
+    const std::uint64_t take = std::min(slices, slab - st.filled);
+    std::memcpy(st.buffer.data() + st.filled * slice * ds, p, take * slice * ds);
+    st.filled += take, st.total += take, p += take * slice * ds, slices -= take;
+    if (st.filled == slab) st.add(st.buffer.data(), slab), st.filled = 0;
+  }
+}
+
+FileResult FrameWriter::finish(Report* report) {
+  State& st = *m_state;
+  KSZ_EXPECTS(!st.done, "finish after finish (or after an append that failed)");
+  KSZ_EXPECTS(st.total > 0, "no slices appended: an array needs at least one");
+  st.done = true;
+  if (st.filled > 0) st.add(st.buffer.data(), st.filled);
+  return st.sink.finish(st.total, 0, st.t0, report);
 }
 
 FileResult decompress_file(const std::string& in, const std::string& out, Backend backend, const FrameOptions& fo,

@@ -57,6 +57,35 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
 FileResult decompress_file(const std::string& in, const std::string& out, Backend backend = Backend::Default,
                            const FrameOptions& frames = {}, Report* report = nullptr);
 
+// A framed file written from a stream of slices whose count is not known
+// before (an instrument's images, a simulation's time steps): each frame of
+// frame_dims is compressed as soon as it fills and written while the next
+// fills. Under ABS or PW_REL only (a REL bound needs the whole array's range
+// first: compress_file). Unfinished (an error, or never finish()ed), it
+// removes what it wrote.
+class FrameWriter {
+ public:
+  // frame_dims: a frame's extents, the slowest one the slices it holds (the
+  // array's slowest extent grows by append; the last frame may hold fewer).
+  // Throws InvalidInput for bad arguments, before anything is written.
+  FrameWriter(const std::string& path, DType dtype, const Dims& frame_dims, const Options& opt,
+              const FrameOptions& frames = {});
+  FrameWriter(const FrameWriter&) = delete;
+  FrameWriter& operator=(const FrameWriter&) = delete;
+  ~FrameWriter();
+  // Appends `slices` whole slices: slices x (frame_dims' other extents)
+  // values of dtype at data (copied where they do not fill a frame alone).
+  void append(const void* data, std::uint64_t slices);
+  // Writes the last frame and the footer and puts the file in place. At
+  // least one slice must have been appended.
+  FileResult finish(Report* report = nullptr);
+
+ private:
+  struct State;
+  static void append_slices(State& st, const void* data, std::uint64_t slices);
+  State* m_state;
+};
+
 // inspect() of a file: a framed file's footer and first frame only are read
 // (frames: the frame count, 0 for an ordinary stream; slab: slices a frame).
 struct FileInfo {

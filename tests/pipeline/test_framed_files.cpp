@@ -320,6 +320,82 @@ TYPED_TEST(FramedFiles, AutomaticFramesFollowTheMemoryBudget) {
   EXPECT_FALSE(exists(dir.path("c.ksz")));
 }
 
+// FrameWriter: slices appended in pieces of any size make the file that
+// compress_file makes of the same array and frames, byte for byte.
+template <class T, class Space>
+void expect_writer_writes_the_files_bytes(PredictorId predictor, ErrorMode mode, double bound) {
+  TempDir dir;
+  const Dims d = dims_of({40, 24, 37});
+  const auto in = make_field<T>(Pattern::Fill, d, 9);
+  spill(dir.path("in.raw"), in);
+  Options opt;
+  opt.backend = backend_of<Space>();
+  opt.predictor = predictor;
+  opt.mode = mode;
+  opt.bound = bound;
+  FrameOptions fo;
+  fo.frame_bytes = 40 * 24 * 7 * sizeof(T);
+  const DType t = sizeof(T) == 8 ? DType::F64 : DType::F32;
+  const FileResult want = compress_file(dir.path("in.raw"), dir.path("want.kszf"), t, d, opt, fo);
+  ASSERT_TRUE(want.framed);
+  const std::uint64_t slice = 40 * 24, slab = want.frame_bytes / (slice * sizeof(T));
+  Dims fd = d;
+  fd.n[2] = slab;
+  std::uint64_t seen = 0;
+  FrameOptions wo;
+  wo.progress = [&](const char*, std::uint64_t done, std::uint64_t) { seen = done; };
+  FrameWriter w(dir.path("got.kszf"), t, fd, opt, wo);
+  std::uint64_t at = 0;
+  for (std::uint64_t n : {1, 3, 10, 7, 16}) {  // 37 slices
+    w.append(in.data() + at * slice, n);
+    at += n;
+  }
+  const FileResult got = w.finish();
+  const std::string what = std::string(to_string(predictor)) + " " + to_string(mode);
+  EXPECT_EQ(got.frames, want.frames) << what;
+  EXPECT_EQ(seen, want.frames) << what;
+  EXPECT_EQ(slurp(dir.path("got.kszf")), slurp(dir.path("want.kszf"))) << what;
+}
+
+TYPED_TEST(FramedFiles, WriterWritesTheFilesBytes) {
+  using S = TypeParam;
+  expect_writer_writes_the_files_bytes<float, S>(PredictorId::SZx, ErrorMode::ABS, 1e-3);
+  expect_writer_writes_the_files_bytes<double, S>(PredictorId::Lorenzo, ErrorMode::ABS, 1e-5);
+  expect_writer_writes_the_files_bytes<float, S>(PredictorId::Lorenzo, ErrorMode::PW_REL, 1e-3);
+}
+
+TYPED_TEST(FramedFiles, WriterRefusesWhatItCannotWrite) {
+  using S = TypeParam;
+  TempDir dir;
+  Options opt;
+  opt.backend = backend_of<S>();
+  opt.mode = ErrorMode::ABS;
+  const Dims fd = dims_of({16, 4});
+  const std::vector<float> slices(16 * 5, 1.5f);
+  opt.mode = ErrorMode::REL;
+  EXPECT_THROW(FrameWriter(dir.path("a.kszf"), DType::F32, fd, opt), InvalidInput);
+  opt.mode = ErrorMode::ABS;
+  {
+    FrameWriter w(dir.path("b.kszf"), DType::F32, fd, opt);
+    EXPECT_THROW(w.finish(), InvalidInput);  // nothing appended
+  }
+  EXPECT_FALSE(exists(dir.path("b.kszf")));
+  {
+    FrameWriter w(dir.path("c.kszf"), DType::F32, fd, opt);
+    w.append(slices.data(), 5);  // one whole frame written, one slice waiting
+  }  // never finished: nothing left behind
+  EXPECT_FALSE(exists(dir.path("c.kszf")));
+  FrameWriter w(dir.path("d.kszf"), DType::F32, fd, opt);
+  w.append(slices.data(), 5);
+  EXPECT_EQ(w.finish().frames, 2u);
+  EXPECT_THROW(w.append(slices.data(), 1), InvalidInput);
+  decompress_file(dir.path("d.kszf"), dir.path("d.raw"), opt.backend);
+  const auto out = as_values<float>(slurp(dir.path("d.raw")));
+  EXPECT_EQ(out.size(), 16u * 5);
+  EXPECT_TRUE(within_bound(slices.data(), out.data(), out.size(), opt.bound));
+  EXPECT_EQ(inspect_file(dir.path("d.kszf")).info.dims.n[1], 5u);
+}
+
 TYPED_TEST(FramedFiles, RejectsBadInputBeforeWriting) {
   using S = TypeParam;
   TempDir dir;
