@@ -582,8 +582,9 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
 
 struct FrameWriter::State {
   State(const std::string& path, const container::FrameIndex& idx, const Options& opt, const FrameOptions& fo)
-      : fo(fo), buffer(huge_page_bytes(static_cast<std::size_t>(idx.slab * idx.slice_elements() *
-                                                               dtype_size(idx.dtype)))),
+      : fo(fo),
+        buffer(huge_page_bytes(static_cast<std::size_t>(idx.slab * idx.slice_elements() * dtype_size(idx.dtype)),
+                               false)),  // faulted in as it fills (a short stream: only what it holds)
         sink(path, idx, opt, opt, this->fo, 0), idx(idx) {}
   // The frame at raw (buffered or the caller's).
   void add(const void* raw, std::uint64_t slices) {

@@ -38,7 +38,8 @@ class Progress {
   // A FrameOptions::progress that sets the status "<what> frame i/n" (framed runs only).
   std::function<void(const char*, std::uint64_t, std::uint64_t)> frames() {
     return [this](const char* what, std::uint64_t done, std::uint64_t total) {
-      if (total > 1) status(std::string(what) + ", frame " + std::to_string(done) + "/" + std::to_string(total));
+      if (total != 1)  // 0: not known (a stream)
+        status(std::string(what) + ", frame " + std::to_string(done) + (total ? "/" + std::to_string(total) : ""));
     };
   }
   ~Progress() {
@@ -102,7 +103,8 @@ Dims parse_dims(const std::vector<std::uint64_t>& v) {
   Dims d;
   d.rank = static_cast<int>(v.size());
   for (std::size_t i = 0; i < v.size(); ++i) {
-    KSZ_EXPECTS(v[i] >= 1, "extents must be at least 1");
+    // (0 as the slowest: as many slices as standard input holds, `-i -`)
+    KSZ_EXPECTS(v[i] >= 1 || i + 1 == v.size(), "extents must be at least 1");
     d.n[i] = v[i];
   }
   return d;
@@ -176,6 +178,43 @@ Bytes generate_field(Backend b, DType t, const Dims& d, generate::Kind kind, std
   return t == DType::F64 ? generate_on<double>(b, spec) : generate_on<float>(b, spec);
 }
 
+// `-i -`: raw values from standard input, compressed by a FrameWriter as
+// they come (ABS or PW_REL). dd's slowest extent: 0 for as many slices as
+// come, else exactly that many.
+FileResult compress_stdin(const std::string& out, DType t, const Dims& dd, const Options& opt, const FrameOptions& fo,
+                          Report* rc) {
+  const int last = dd.rank - 1;
+  const std::uint64_t want = dd.n[last];
+  Dims one = dd;
+  one.n[last] = 1;
+  validate(t, one, opt);
+  const std::uint64_t slice_bytes = one.count() * dtype_size(t);
+  const std::uint64_t frame_bytes =
+      fo.frame_bytes ? fo.frame_bytes : std::min(memory_budget(opt.backend) / 8, std::uint64_t(1) << 30);
+  std::uint64_t slab = std::max<std::uint64_t>(1, frame_bytes / slice_bytes);
+  if (want > 0) slab = std::min(slab, want);
+  Dims fd = dd;
+  fd.n[last] = slab;
+  FrameWriter w(out, t, fd, opt, fo);
+  // Reads of 64 MiB (whole slices, at least one): the writer gathers frames.
+  const std::uint64_t per_read = std::min(slab, std::max<std::uint64_t>(1, (std::uint64_t(64) << 20) / slice_bytes));
+  Bytes buf = huge_page_bytes(static_cast<std::size_t>(per_read * slice_bytes));
+  std::uint64_t got = 0;
+  for (;;) {
+    const std::size_t have = std::fread(buf.data(), 1, buf.size(), stdin);
+    KSZ_EXPECTS(!std::ferror(stdin), "cannot read standard input");
+    KSZ_EXPECTS(have % slice_bytes == 0, "standard input ended inside a slice (", have % slice_bytes,
+                " bytes past its last whole slice of ", slice_bytes, ")");
+    const std::uint64_t n = have / slice_bytes;
+    KSZ_EXPECTS(want == 0 || got + n <= want, "standard input holds more than the ", want, " slices -d gives");
+    if (n > 0) w.append(buf.data(), n);
+    got += n;
+    if (have < buf.size()) break;  // its end
+  }
+  KSZ_EXPECTS(want == 0 || got == want, "standard input held ", got, " slices; -d gives ", want);
+  return w.finish(rc);
+}
+
 generate::Kind parse_kind(const std::string& k) {
   if (k == "turbulent") return generate::Kind::Turbulent;
   if (k == "smooth") return generate::Kind::Smooth;
@@ -200,7 +239,10 @@ int run(int argc, char** argv) {
   bool report = false;
 
   auto* c = app.add_subcommand("compress", "compress a raw little-endian array");
-  c->add_option("-i,--input", in, "raw input file")->required();
+  c->add_option("-i,--input", in,
+                "raw input file, or - for standard input (compressed in frames as it comes; ABS or PW_REL; the "
+                "slowest extent of -d may be 0: as many slices as come)")
+      ->required();
   c->add_option("-o,--output", out, "compressed output (.ksz)")->required();
   c->add_option("-t,--type", dtype, "f32 or f64")->capture_default_str();
   c->add_option("-d,--dims", dims, "extents, fastest-varying first: -d 512,512,512")->required()->delimiter(',');
@@ -300,9 +342,10 @@ int run(int argc, char** argv) {
     opt.classic = pipeline_name == "classic";
     const DType t = parse_dtype(dtype);
     const Dims dd = parse_dims(dims);
-    validate(t, dd, opt);
-    KSZ_EXPECTS(report_kind != "quality" || frame_mb == 0,
-                "--report quality needs the whole array in memory: not with --frame-mb");
+    const bool from_stdin = in == "-";
+    if (!from_stdin) validate(t, dd, opt);
+    KSZ_EXPECTS(report_kind != "quality" || (frame_mb == 0 && !from_stdin),
+                "--report quality needs the whole array in memory: not with --frame-mb or -i -");
     FrameOptions fo;
     KSZ_EXPECTS(frame_mb <= (std::uint64_t(1) << 40), "--frame-mb must be at most 2^40");
     fo.frame_bytes = frame_mb << 20;
@@ -326,7 +369,7 @@ int run(int argc, char** argv) {
     {
       Progress p(report ? "compressing and checking" : "compressing");
       fo.progress = p.frames();
-      res = compress_file(in, out, t, dd, opt, fo, &rc);
+      res = from_stdin ? compress_stdin(out, t, dd, opt, fo, &rc) : compress_file(in, out, t, dd, opt, fo, &rc);
     }
     if (!report) return 0;
     print_stages(rc, "compress");
@@ -334,7 +377,7 @@ int run(int argc, char** argv) {
     if (res.framed)
       std::printf("framed: %llu frames of %.1f MiB\n", (unsigned long long)res.frames,
                   double(res.frame_bytes) / double(1 << 20));
-    const bool ok = print_summary(rc, q, dd.count());
+    const bool ok = print_summary(rc, q, rc.elements);
     std::fputs(quality_text.c_str(), stdout);
     return ok ? 0 : 3;
   }

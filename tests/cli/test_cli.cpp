@@ -167,6 +167,37 @@ TEST_F(Cli, FramedFiles) {
                        path("q.kszf"), "--frame-mb");
 }
 
+// `-i -`: values from standard input, compressed in frames as they come; a
+// slowest extent of 0 takes as many slices as come, another must match.
+TEST_F(Cli, CompressesStandardInput) {
+  ASSERT_EQ(run_ksz("gen -o " + path("f.f32") + " -t f32 -d 128,128,40").code, 0);
+  const std::string cat = "compress -i - -o " + path("s.kszf") + " -t f32 -m abs -e 1e-3 --frame-mb 1 ";
+  const CliResult c = run_ksz(cat + "-d 128,128,0 --report <'" + path("f.f32") + "'");
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("framed: 3 frames of 1.0 MiB"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("error bound respected on every element: yes"), std::string::npos) << c.out;
+  const CliResult info = run_ksz("info -i " + path("s.kszf"));
+  EXPECT_NE(info.out.find("dims 128x128x40"), std::string::npos) << info.out;
+  ASSERT_EQ(run_ksz("decompress -i " + path("s.kszf") + " -o " + path("g.f32")).code, 0);
+  const auto a = read("f.f32"), b = read("g.f32");
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_TRUE(within_bound(reinterpret_cast<const float*>(a.data()), reinterpret_cast<const float*>(b.data()),
+                           a.size() / 4, 1e-3));
+  const auto first = read("s.kszf");
+  ASSERT_EQ(run_ksz(cat + "-d 128,128,40 <'" + path("f.f32") + "'").code, 0);  // the count given: the same file
+  EXPECT_EQ(read("s.kszf"), first);
+  const std::string out = " -o " + path("t.kszf") + " -t f32 -m abs -e 1e-3 ";
+  expect_clean_failure(run_ksz("compress -i -" + out + "-d 128,128,41 <'" + path("f.f32") + "'"), path("t.kszf"),
+                       "held 40 slices");
+  write("part.f32", std::vector<std::uint8_t>(a.begin(), a.begin() + 128 * 128 * 4 * 2 + 100));
+  expect_clean_failure(run_ksz("compress -i -" + out + "-d 128,128,0 <'" + path("part.f32") + "'"), path("t.kszf"),
+                       "inside a slice");
+  expect_clean_failure(run_ksz("compress -i - -o " + path("t.kszf") + " -t f32 -m rel -d 128,128,0 </dev/null"),
+                       path("t.kszf"), "REL");
+  expect_clean_failure(run_ksz("compress -i -" + out + "-d 128,128,0 </dev/null"), path("t.kszf"), "no slices");
+  expect_clean_failure(run_ksz("compress -i " + path("f.f32") + out + "-d 128,128,0"), path("t.kszf"), "extent");
+}
+
 }  // namespace
 }  // namespace ksz::test
 #endif
