@@ -2,7 +2,12 @@
 // Uses the public API only (src/api/ksz.hpp) plus the field generator.
 #include <CLI/CLI.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -199,10 +204,25 @@ FileResult compress_stdin(const std::string& out, DType t, const Dims& dd, const
   // Reads of 64 MiB (whole slices, at least one): the writer gathers frames.
   const std::uint64_t per_read = std::min(slab, std::max<std::uint64_t>(1, (std::uint64_t(64) << 20) / slice_bytes));
   Bytes buf = huge_page_bytes(static_cast<std::size_t>(per_read * slice_bytes));
+  // A pipe of 1 MiB where the system allows (Linux's default 64 KiB took a
+  // read call, and a switch to the writer, every 64 KiB).
+#ifdef F_SETPIPE_SZ
+  (void)::fcntl(STDIN_FILENO, F_SETPIPE_SZ, 1 << 20);
+#endif
+  const auto read_all = [&](std::uint8_t* p, std::size_t n) {  // up to n bytes: fewer only at the input's end
+    std::size_t have = 0;
+    while (have < n) {
+      const ssize_t r = ::read(STDIN_FILENO, p + have, std::min<std::size_t>(n - have, std::size_t(1) << 30));
+      if (r < 0 && errno == EINTR) continue;
+      KSZ_EXPECTS(r >= 0, "cannot read standard input: ", std::strerror(errno));
+      if (r == 0) break;
+      have += static_cast<std::size_t>(r);
+    }
+    return have;
+  };
   std::uint64_t got = 0;
   for (;;) {
-    const std::size_t have = std::fread(buf.data(), 1, buf.size(), stdin);
-    KSZ_EXPECTS(!std::ferror(stdin), "cannot read standard input");
+    const std::size_t have = read_all(buf.data(), buf.size());
     KSZ_EXPECTS(have % slice_bytes == 0, "standard input ended inside a slice (", have % slice_bytes,
                 " bytes past its last whole slice of ", slice_bytes, ")");
     const std::uint64_t n = have / slice_bytes;
