@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <future>
+#include <memory>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -183,6 +185,30 @@ Bytes generate_field(Backend b, DType t, const Dims& d, generate::Kind kind, std
   return t == DType::F64 ? generate_on<double>(b, spec) : generate_on<float>(b, spec);
 }
 
+// Up to buf's size from standard input (fewer only at its end), read by a
+// thread of its own. Detached: where the caller gives up (an error), it
+// does not wait on a pipe that may never end; the thread keeps its buffer.
+std::future<std::size_t> read_stdin_async(std::shared_ptr<Bytes> buf) {
+  std::promise<std::size_t> done;
+  std::future<std::size_t> f = done.get_future();
+  std::thread([buf, done = std::move(done)]() mutable {
+    try {
+      std::size_t have = 0;
+      while (have < buf->size()) {
+        const ssize_t r = ::read(STDIN_FILENO, buf->data() + have, std::min<std::size_t>(buf->size() - have, 1 << 30));
+        if (r < 0 && errno == EINTR) continue;
+        KSZ_EXPECTS(r >= 0, "cannot read standard input: ", std::strerror(errno));
+        if (r == 0) break;
+        have += static_cast<std::size_t>(r);
+      }
+      done.set_value(have);
+    } catch (...) {
+      done.set_exception(std::current_exception());
+    }
+  }).detach();
+  return f;
+}
+
 // `-i -`: raw values from standard input, compressed by a FrameWriter as
 // they come (ABS or PW_REL). dd's slowest extent: 0 for as many slices as
 // come, else exactly that many.
@@ -201,35 +227,31 @@ FileResult compress_stdin(const std::string& out, DType t, const Dims& dd, const
   Dims fd = dd;
   fd.n[last] = slab;
   FrameWriter w(out, t, fd, opt, fo);
-  // Reads of 64 MiB (whole slices, at least one): the writer gathers frames.
+  // Reads of 64 MiB (whole slices, at least one; the writer gathers frames),
+  // the next read by a thread of its own while the last piece is appended
+  // (and a frame compressed), so the pipe keeps flowing.
   const std::uint64_t per_read = std::min(slab, std::max<std::uint64_t>(1, (std::uint64_t(64) << 20) / slice_bytes));
-  Bytes buf = huge_page_bytes(static_cast<std::size_t>(per_read * slice_bytes));
+  const std::size_t piece = static_cast<std::size_t>(per_read * slice_bytes);
   // A pipe of 1 MiB where the system allows (Linux's default 64 KiB took a
   // read call, and a switch to the writer, every 64 KiB).
 #ifdef F_SETPIPE_SZ
   (void)::fcntl(STDIN_FILENO, F_SETPIPE_SZ, 1 << 20);
 #endif
-  const auto read_all = [&](std::uint8_t* p, std::size_t n) {  // up to n bytes: fewer only at the input's end
-    std::size_t have = 0;
-    while (have < n) {
-      const ssize_t r = ::read(STDIN_FILENO, p + have, std::min<std::size_t>(n - have, std::size_t(1) << 30));
-      if (r < 0 && errno == EINTR) continue;
-      KSZ_EXPECTS(r >= 0, "cannot read standard input: ", std::strerror(errno));
-      if (r == 0) break;
-      have += static_cast<std::size_t>(r);
-    }
-    return have;
-  };
+  std::shared_ptr<Bytes> bufs[2] = {std::make_shared<Bytes>(huge_page_bytes(piece, false)),
+                                    std::make_shared<Bytes>(huge_page_bytes(piece, false))};
+  std::future<std::size_t> next = read_stdin_async(bufs[0]);
   std::uint64_t got = 0;
-  for (;;) {
-    const std::size_t have = read_all(buf.data(), buf.size());
+  for (int cur = 0;; cur ^= 1) {
+    const std::size_t have = next.get();
     KSZ_EXPECTS(have % slice_bytes == 0, "standard input ended inside a slice (", have % slice_bytes,
                 " bytes past its last whole slice of ", slice_bytes, ")");
     const std::uint64_t n = have / slice_bytes;
     KSZ_EXPECTS(want == 0 || got + n <= want, "standard input holds more than the ", want, " slices -d gives");
-    if (n > 0) w.append(buf.data(), n);
+    const bool end = have < piece;
+    if (!end) next = read_stdin_async(bufs[cur ^ 1]);
+    if (n > 0) w.append(bufs[cur]->data(), n);
     got += n;
-    if (have < buf.size()) break;  // its end
+    if (end) break;
   }
   KSZ_EXPECTS(want == 0 || got == want, "standard input held ", got, " slices; -d gives ", want);
   return w.finish(rc);
