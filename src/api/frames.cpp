@@ -411,7 +411,8 @@ class FrameSink {
     if (m_fo.progress) m_fo.progress("compressing", i + 1, m_expected);
   }
   // The footer, the array's slowest extent now `slices`; the file put in
-  // place. read_s: the caller's waits on its input; t0: the call's start.
+  // place. read_s: the caller's waits on its input file (negative: it has
+  // none); t0: the call's start.
   FileResult finish(std::uint64_t slices, double read_s, Clock::time_point t0, Report* report) {
     m_idx.dims.n[m_idx.dims.rank - 1] = slices;
     if (!m_one_predictor) m_idx.predictor = PredictorId::Auto;
@@ -436,7 +437,7 @@ class FrameSink {
     res.abs_bound = m_idx.abs_bound;
     res.value_min = m_idx.value_min, res.value_max = m_idx.value_max;
     if (report) {
-      m_total.stages.insert(m_total.stages.begin(), {"read file", read_s});
+      if (read_s >= 0) m_total.stages.insert(m_total.stages.begin(), {"read file", read_s});
       add_stage(m_total, "write file", m_write_s);
       m_total.output_bytes = res.file_bytes;
       m_total.abs_bound = m_idx.abs_bound;
@@ -653,7 +654,7 @@ FileResult FrameWriter::finish(Report* report) {
   KSZ_EXPECTS(st.total > 0, "no slices appended: an array needs at least one");
   st.done = true;
   if (st.filled > 0) st.add(st.buffer.data(), st.filled);
-  return st.sink.finish(st.total, 0, st.t0, report);
+  return st.sink.finish(st.total, -1, st.t0, report);
 }
 
 FileResult decompress_file(const std::string& in, const std::string& out, Backend backend, const FrameOptions& fo,
