@@ -56,6 +56,16 @@ std::vector<T> as_values(const Bytes& b) {
 }
 
 template <class Space>
+Options options_of(PredictorId predictor, ErrorMode mode, double bound) {
+  Options opt;
+  opt.backend = backend_of<Space>();
+  opt.predictor = predictor;
+  opt.mode = mode;
+  opt.bound = bound;
+  return opt;
+}
+
+template <class Space>
 class FramedFiles : public ::testing::Test {};
 TYPED_TEST_SUITE(FramedFiles, ExecSpaces, ExecSpaceName);
 
@@ -84,11 +94,7 @@ void expect_framed_round_trip(PredictorId predictor, ErrorMode mode, double boun
     in[in.size() - 1] = -std::numeric_limits<T>::infinity();
   }
   spill(dir.path("in.raw"), in);
-  Options opt;
-  opt.backend = backend_of<Space>();
-  opt.predictor = predictor;
-  opt.mode = mode;
-  opt.bound = bound;
+  const Options opt = options_of<Space>(predictor, mode, bound);
   FrameOptions fo;
   // 7 slices a frame: five frames of 7, one of 2 (SZx, whole blocks of 128:
   // 6 slices, six frames of 6 and one of 1).
@@ -328,11 +334,7 @@ void expect_writer_writes_the_files_bytes(PredictorId predictor, ErrorMode mode,
   const Dims d = dims_of({40, 24, 37});
   const auto in = make_field<T>(Pattern::Fill, d, 9);
   spill(dir.path("in.raw"), in);
-  Options opt;
-  opt.backend = backend_of<Space>();
-  opt.predictor = predictor;
-  opt.mode = mode;
-  opt.bound = bound;
+  const Options opt = options_of<Space>(predictor, mode, bound);
   FrameOptions fo;
   fo.frame_bytes = 40 * 24 * 7 * sizeof(T);
   const DType t = sizeof(T) == 8 ? DType::F64 : DType::F32;
