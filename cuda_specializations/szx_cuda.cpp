@@ -2822,8 +2822,8 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
   const double* const range = pass ? bound.range_buf : bound.range;
   auto* const extp = ext ? reinterpret_cast<float2*>(static_cast<char*>(state) + g.ext_offset()) : nullptr;
   // The look-back states and Result (and the range slots) start zeroed.
-  const std::size_t zero_bytes =
-      g.result_word() * 8 + sizeof(onepass::Result) + (find || spec ? onepass::kRangeSlotBytes : 0);
+  const std::size_t lookback_bytes = g.result_word() * 8 + sizeof(onepass::Result);
+  const std::size_t zero_bytes = lookback_bytes + (find || spec ? onepass::kRangeSlotBytes : 0);
   if (pass && !ahead) {
     KSZ_EXPECTS(finite_minmax_to<T>(space, in, n, bound.range_buf, bound.range_counter_zeroed),
                 "internal: the value-range kernel refused a case the SZx one-pass path took");
@@ -2903,7 +2903,7 @@ bool szx_compress_onepass(const Kokkos::Cuda& space, const T* in, std::uint64_t 
     const bool holds = speculation_holds(r.bound, e, keys.radius);
     note_speculation(holds);
     if (!holds) {
-      check(cudaMemsetAsync(sp, 0, g.result_word() * 8 + sizeof(onepass::Result), st), "szx state");
+      check(cudaMemsetAsync(sp, 0, lookback_bytes, st), "szx state");  // the bound given: no range slots
       compress(0, e, nullptr, false);
       r = read_result(st, g, sp, "szx onepass compress_kernel");
     }

@@ -25,6 +25,7 @@
 #include "src/container/frames.hpp"
 #include "src/core/host_memory.hpp"
 #include "src/core/split_threads.hpp"
+#include "src/pipeline/pipeline_common.hpp"
 
 namespace ksz {
 namespace {
@@ -166,7 +167,7 @@ class Prefetcher {
   ~Prefetcher() {
     if (m_pending.valid()) m_pending.wait();
   }
-  // Item `index()` (in order), once read; waited: seconds spent waiting.
+  // The next item (in order), once read; waited: seconds spent waiting.
   const std::uint8_t* next(double& waited) {
     const auto t = Clock::now();
     m_pending.get();  // rethrows the read's error
@@ -213,39 +214,34 @@ class WriteBehind {
   std::future<void> m_pending;
 };
 
-struct HostRange {
-  bool any = false;
-  double min = 0, max = 0;
-};
+using pipeline::impl::Range;
 
-HostRange merge(const HostRange& a, const HostRange& b) {
-  if (!a.any) return b;
-  if (!b.any) return a;
-  return {true, std::min(a.min, b.min), std::max(a.max, b.max)};
+Range merge(const Range& a, const Range& b) {
+  if (!a.any_finite) return b;
+  if (!b.any_finite) return a;
+  return {std::min(a.min, b.min), std::max(a.max, b.max), true};
 }
 
-// The finite values' extremes, as the pipelines' value-range passes find them
-// (in T, then widened).
+// The finite values' extremes as the pipelines' host value-range pass finds
+// them (finite_min_max in T over pieces, range_of_extremes), a piece of 2 Mi
+// values and more a thread.
 template <class T>
-HostRange finite_range_t(const T* p, std::uint64_t n) {
+Range finite_range_t(const T* p, std::uint64_t n) {
   const std::uint64_t hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::uint64_t pieces = std::max<std::uint64_t>(1, std::min<std::uint64_t>({n / (std::uint64_t(1) << 21), hw, 16}));
-  std::vector<HostRange> part(pieces);
+  const std::uint64_t pieces = std::max<std::uint64_t>(1, std::min<std::uint64_t>({n >> 21, hw, 16}));
+  std::vector<Range> part(pieces);
   split_threads(pieces, [&](std::size_t k) {
-    const std::uint64_t lo = n * k / pieces, hi = n * (k + 1) / pieces;
     T mn = std::numeric_limits<T>::infinity(), mx = -mn;
-    for (std::uint64_t i = lo; i < hi; ++i) {
-      const T v = p[i];
-      if (std::isfinite(v)) mn = std::min(mn, v), mx = std::max(mx, v);
-    }
-    if (mn <= mx) part[k] = {true, double(mn), double(mx)};
+    const std::uint64_t lo = n * k / pieces, hi = n * (k + 1) / pieces;
+    pipeline::impl::finite_min_max(p + lo, hi - lo, mn, mx);
+    part[k] = pipeline::impl::range_of_extremes(mn, mx);
   });
-  HostRange r;
-  for (const auto& x : part) r = merge(r, x);
+  Range r = part[0];
+  for (std::uint64_t k = 1; k < pieces; ++k) r = merge(r, part[k]);
   return r;
 }
 
-HostRange finite_range(const void* p, DType t, std::uint64_t n) {
+Range finite_range(const void* p, DType t, std::uint64_t n) {
   return t == DType::F64 ? finite_range_t(static_cast<const double*>(p), n)
                          : finite_range_t(static_cast<const float*>(p), n);
 }
@@ -344,26 +340,43 @@ StreamInfo framed_info(const container::FrameIndex& idx, const container::Parsed
   return i;
 }
 
+// (footer_length checks the size too, but only once the trailer is read.)
 container::FrameIndex footer_of(const std::uint8_t* data, std::size_t size) {
-  KSZ_STREAM_CHECK(size >= container::kFramedMagicBytes + container::kFramedFixedFooterBytes +
-                               container::kFramedTrailerBytes,
-                   "framed file truncated: ", size, " bytes");
+  KSZ_STREAM_CHECK(size >= container::kFramedMinBytes, "framed file truncated: ", size, " bytes");
   const std::uint32_t len = container::footer_length(data + size - container::kFramedTrailerBytes, size);
   const std::size_t tail = len + container::kFramedTrailerBytes;
   return container::read_footer(data + size - tail, tail, size);
 }
 
 container::FrameIndex footer_of(const InFile& f) {
-  KSZ_STREAM_CHECK(f.size() >= container::kFramedMagicBytes + container::kFramedFixedFooterBytes +
-                                   container::kFramedTrailerBytes,
-                   "framed file truncated: ", f.size(), " bytes");
+  KSZ_STREAM_CHECK(f.size() >= container::kFramedMinBytes, "framed file truncated: ", f.size(), " bytes");
   std::uint8_t trailer[container::kFramedTrailerBytes];
   f.read_at(trailer, f.size() - sizeof trailer, sizeof trailer);
-  const std::uint32_t len = container::footer_length(trailer, f.size());
-  const std::size_t tail = len + container::kFramedTrailerBytes;
+  const std::size_t tail = container::footer_length(trailer, f.size()) + container::kFramedTrailerBytes;
   Bytes b(tail);
   f.read_at(b.data(), f.size() - tail, tail);
   return container::read_footer(b.data(), tail, f.size());
+}
+
+// Frame i's stream (its footer's length at p), parsed and checked against the
+// footer.
+container::Parsed parse_frame(const std::uint8_t* p, const container::FrameIndex& idx, std::uint64_t i) {
+  container::Parsed parsed = container::read(p, idx.lengths[i]);
+  check_frame(parsed.header, idx, i);
+  return parsed;
+}
+
+// A framed decompression's report, its frames' merged: the file's totals.
+void finish_decode_report(Report& total, const container::FrameIndex& idx, std::uint64_t file_bytes,
+                          Clock::time_point t0, Report* report) {
+  if (!report) return;
+  total.elements = idx.dims.count();
+  total.input_bytes = idx.dims.count() * dtype_size(idx.dtype);
+  total.output_bytes = file_bytes;
+  total.abs_bound = idx.abs_bound;
+  total.value_min = idx.value_min, total.value_max = idx.value_max;
+  total.total_seconds = since(t0);
+  *report = std::move(total);
 }
 
 bool starts_framed(const InFile& f) {
@@ -386,7 +399,7 @@ class FrameSink {
     m_total.backend = resolve_backend(opt.backend);
   }
   Report& report() { return m_total; }
-  void add_range(const HostRange& r) { m_range = merge(m_range, r); }
+  void add_range(const Range& r) { m_range = merge(m_range, r); }
   std::uint64_t frames() const { return m_idx.lengths.size(); }
   // The next frame: `slices` slices (the slab, or fewer for the last).
   void add(const void* raw, std::uint64_t slices) {
@@ -416,8 +429,7 @@ class FrameSink {
   FileResult finish(std::uint64_t slices, double read_s, Clock::time_point t0, Report* report) {
     m_idx.dims.n[m_idx.dims.rank - 1] = slices;
     if (!m_one_predictor) m_idx.predictor = PredictorId::Auto;
-    m_idx.value_min = m_range.any ? m_range.min : 0;
-    m_idx.value_max = m_range.any ? m_range.max : 0;
+    m_idx.value_min = m_range.min, m_idx.value_max = m_range.max;  // 0 where none is finite
     m_idx.abs_bound = m_opt.mode == ErrorMode::ABS     ? m_opt.bound
                       : m_fopt.mode == ErrorMode::ABS ? m_fopt.bound
                                                       : m_frame_bound;
@@ -457,7 +469,7 @@ class FrameSink {
   const FrameOptions& m_fo;
   std::uint64_t m_expected;
   Report m_total;
-  HostRange m_range;
+  Range m_range{0, 0, false};
   double m_write_s = 0, m_frame_bound = 0;
   bool m_one_predictor = true;
 };
@@ -543,13 +555,13 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
   };
   // Outside REL the range is the footer's alone: found by the reading thread,
   // beside the compression.
-  HostRange ranges[2];  // the prefetched frames' (by buffer)
+  Range ranges[2] = {};  // the prefetched frames' (by buffer)
   const auto read_and_range = [&](std::uint64_t i, std::uint8_t* buf) {
     read(i, buf);
     ranges[i % 2] = finite_range(buf, dtype, idx.frame_dims(i).count());
   };
   double read_s = 0;
-  HostRange range;
+  Range range{0, 0, false};
   Options fopt = opt;
   FrameBuffers buffers(full);
   double range_s = 0;
@@ -563,7 +575,7 @@ FileResult compress_file(const std::string& in, const std::string& out, DType dt
       range = merge(range, finite_range(raw, dtype, idx.frame_dims(i).count()));
       if (fo.progress) fo.progress("file value range", i + 1, frames);
     }
-    const double e = opt.bound * (range.any ? range.max - range.min : 0.0);
+    const double e = opt.bound * (range.max - range.min);  // 0 where none is finite
     if (std::isfinite(e) && e > 0) fopt.mode = ErrorMode::ABS, fopt.bound = e;  // else each frame resolves to 0
     range_s = since(tr);
   }
@@ -675,10 +687,9 @@ FileResult decompress_file(const std::string& in, const std::string& out, Backen
     return res;
   }
   const container::FrameIndex idx = footer_of(f);
-  const std::uint64_t frames = idx.frames(), ds = dtype_size(idx.dtype);
-  std::vector<std::uint64_t> offsets(frames);
-  std::uint64_t at = container::kFramedMagicBytes, longest = 0;
-  for (std::uint64_t i = 0; i < frames; ++i) offsets[i] = at, at += idx.lengths[i], longest = std::max(longest, idx.lengths[i]);
+  const std::uint64_t frames = idx.frames();
+  const std::vector<std::uint64_t> offsets = idx.frame_offsets();
+  const std::uint64_t longest = *std::max_element(idx.lengths.begin(), idx.lengths.end());
   Report total;
   total.backend = resolve_backend(backend);
   double read_s = 0, write_s = 0;
@@ -689,9 +700,7 @@ FileResult decompress_file(const std::string& in, const std::string& out, Backen
     f.read_at(buf, offsets[i], idx.lengths[i]);
   });
   for (std::uint64_t i = 0; i < frames; ++i) {
-    const std::uint8_t* s = reader.next(read_s);
-    const container::Parsed parsed = container::read(s, idx.lengths[i]);
-    check_frame(parsed.header, idx, i);
+    const container::Parsed parsed = parse_frame(reader.next(read_s), idx, i);
     Report r;
     Field field = impl::decompress_parsed(parsed, idx.lengths[i], backend, &r);
     merge_report(total, r);
@@ -704,19 +713,11 @@ FileResult decompress_file(const std::string& in, const std::string& out, Backen
   write_s += since(tw);
   res.framed = true;
   res.frames = frames;
-  res.frame_bytes = idx.slab * idx.slice_elements() * ds;
+  res.frame_bytes = idx.slab * idx.slice_elements() * dtype_size(idx.dtype);
   res.file_bytes = o.bytes();
-  if (report) {
-    total.stages.insert(total.stages.begin(), {"read file", read_s});
-    add_stage(total, "write file", write_s);
-    total.elements = idx.dims.count();
-    total.input_bytes = res.file_bytes;
-    total.output_bytes = f.size();
-    total.abs_bound = idx.abs_bound;
-    total.value_min = idx.value_min, total.value_max = idx.value_max;
-    total.total_seconds = since(t0);
-    *report = std::move(total);
-  }
+  total.stages.insert(total.stages.begin(), {"read file", read_s});
+  add_stage(total, "write file", write_s);
+  finish_decode_report(total, idx, f.size(), t0, report);
   return res;
 }
 
@@ -733,9 +734,7 @@ FileInfo inspect_file(const std::string& path) {
   const container::FrameIndex idx = footer_of(f);
   Bytes first(static_cast<std::size_t>(idx.lengths[0]));
   f.read_at(first.data(), container::kFramedMagicBytes, first.size());
-  const container::Parsed parsed = container::read(first.data(), first.size());
-  check_frame(parsed.header, idx, 0);
-  fi.info = framed_info(idx, parsed);
+  fi.info = framed_info(idx, parse_frame(first.data(), idx, 0));
   fi.frames = idx.frames();
   fi.slab = idx.slab;
   return fi;
@@ -753,38 +752,23 @@ Field decompress_framed(const std::uint8_t* data, std::size_t size, Backend back
   resize_huge(field.bytes, static_cast<std::size_t>(idx.dims.count() * ds));
   Report total;
   total.backend = resolve_backend(backend);
-  std::uint64_t at = container::kFramedMagicBytes;
+  const std::vector<std::uint64_t> offsets = idx.frame_offsets();
   for (std::uint64_t i = 0; i < idx.frames(); ++i) {
-    const container::Parsed parsed = container::read(data + at, idx.lengths[i]);
-    check_frame(parsed.header, idx, i);
     Report r;
-    const Field part = decompress_parsed(parsed, idx.lengths[i], backend, &r);
+    const Field part = decompress_parsed(parse_frame(data + offsets[i], idx, i), idx.lengths[i], backend, &r);
     merge_report(total, r);
     std::memcpy(field.bytes.data() + idx.frame_first_element(i) * ds, part.bytes.data(), part.bytes.size());
-    at += idx.lengths[i];
   }
-  if (report) {
-    total.elements = idx.dims.count();
-    total.input_bytes = field.bytes.size();
-    total.output_bytes = size;
-    total.abs_bound = idx.abs_bound;
-    total.value_min = idx.value_min, total.value_max = idx.value_max;
-    total.total_seconds = since(t0);
-    *report = std::move(total);
-  }
+  finish_decode_report(total, idx, size, t0, report);
   return field;
 }
 
 StreamInfo inspect_framed(const std::uint8_t* data, std::size_t size) {
   const container::FrameIndex idx = footer_of(data, size);
-  std::uint64_t at = container::kFramedMagicBytes;
-  StreamInfo info;
-  for (std::uint64_t i = 0; i < idx.frames(); ++i) {  // every frame validated, as inspect() promises
-    const container::Parsed parsed = container::read(data + at, idx.lengths[i]);
-    check_frame(parsed.header, idx, i);
-    if (i == 0) info = framed_info(idx, parsed);
-    at += idx.lengths[i];
-  }
+  const std::vector<std::uint64_t> offsets = idx.frame_offsets();
+  const StreamInfo info = framed_info(idx, parse_frame(data + offsets[0], idx, 0));
+  // Every frame validated, as inspect() promises.
+  for (std::uint64_t i = 1; i < idx.frames(); ++i) parse_frame(data + offsets[i], idx, i);
   return info;
 }
 

@@ -400,7 +400,7 @@ int run(int argc, char** argv) {
         Report r;
         const Field f = decompress(s.data(), s.size(), backend, &r);
         merge_report(rd, r);
-        q = cli::combine(q, cli::assess(raw, f.bytes.data(), t, fd.count(), inspect(s.data(), s.size()).abs_bound));
+        q = cli::combine(q, cli::assess(raw, f.bytes.data(), t, fd.count(), r.abs_bound));  // the frame's header's
         if (report_kind == "quality") {
           KSZ_EXPECTS(first == 0 && fd.count() == dd.count(),
                       "--report quality needs the whole array in memory: this file is compressed in frames");

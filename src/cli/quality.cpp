@@ -47,7 +47,7 @@ Quality assess_t(const T* a, const T* b, std::uint64_t n, double bound) {
 }  // namespace
 
 Quality combine(const Quality& a, const Quality& b) {
-  if (a.compared == 0 && a.over_bound == 0 && a.nonfinite_mismatch == 0) return b;
+  if (a.compared == 0 && a.over_bound == 0 && a.nonfinite_mismatch == 0) return b;  // (b's MSE kept exactly)
   Quality q;
   q.max_abs_error = std::isnan(a.max_abs_error) || std::isnan(b.max_abs_error)
                         ? std::numeric_limits<double>::quiet_NaN()

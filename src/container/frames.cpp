@@ -58,6 +58,13 @@ Dims FrameIndex::frame_dims(std::uint64_t i) const {
 
 std::uint64_t FrameIndex::frame_first_element(std::uint64_t i) const { return i * slab * slice_elements(); }
 
+std::vector<std::uint64_t> FrameIndex::frame_offsets() const {
+  std::vector<std::uint64_t> at(lengths.size());
+  std::uint64_t o = kFramedMagicBytes;
+  for (std::size_t i = 0; i < lengths.size(); ++i) at[i] = o, o += lengths[i];
+  return at;
+}
+
 bool is_framed(const std::uint8_t* data, std::size_t size) {
   return size >= kFramedMagicBytes && std::memcmp(data, kFramedMagic, kFramedMagicBytes) == 0;
 }
@@ -91,8 +98,7 @@ Bytes write_footer(const FrameIndex& idx) {
 }
 
 std::uint32_t footer_length(const std::uint8_t* trailer, std::uint64_t file_size) {
-  KSZ_STREAM_CHECK(file_size >= kFramedMagicBytes + kFramedFixedFooterBytes + kFramedTrailerBytes,
-                   "framed file truncated: ", file_size, " bytes");
+  KSZ_STREAM_CHECK(file_size >= kFramedMinBytes, "framed file truncated: ", file_size, " bytes");
   KSZ_STREAM_CHECK(std::memcmp(trailer + 8, kFramedEndMagic, 8) == 0,
                    "framed file truncated or damaged: no end marker in its last bytes");
   const std::uint32_t length = get<std::uint32_t>(trailer);

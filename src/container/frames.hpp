@@ -19,6 +19,8 @@ constexpr std::size_t kFramedMagicBytes = 8;
 constexpr std::size_t kFramedTrailerBytes = 16;  // u32 footer length, u32 its CRC-32C, end magic
 constexpr std::size_t kFramedFixedFooterBytes = 104;
 constexpr std::uint64_t kMaxFrames = std::uint64_t(1) << 24;
+// The least a framed file can be: magic, a footer of no frames, trailer.
+constexpr std::uint64_t kFramedMinBytes = kFramedMagicBytes + kFramedFixedFooterBytes + kFramedTrailerBytes;
 
 struct FrameIndex {
   DType dtype = DType::F32;
@@ -36,6 +38,7 @@ struct FrameIndex {
   std::uint64_t slice_elements() const;  // elements of one slice of the slowest dimension
   Dims frame_dims(std::uint64_t i) const;
   std::uint64_t frame_first_element(std::uint64_t i) const;
+  std::vector<std::uint64_t> frame_offsets() const;  // each frame's first byte in the file
 };
 
 // Whether the bytes start a framed file (at least its magic).
