@@ -58,11 +58,15 @@ struct Bufs {
 };
 
 // The decode stage's calls; marks[i]: host time each call returned.
-static void decode_calls(cudaStream_t st, const Bufs& b, int ctas, std::vector<double>* marks, Clock::time_point t0) {
+// coop false: the offsets kernel as a plain launch (its grid waits only on
+// CTAs before it, as a look-back does).
+static void decode_calls(cudaStream_t st, const Bufs& b, int ctas, std::vector<double>* marks, Clock::time_point t0,
+                         bool coop = true) {
   unsigned long long ns1 = 9000, ns2 = 300000;
   int* sink = b.sink;
   void* args[] = {&ns1, &sink};
-  check(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(spin), ctas, 256, args, 0, st), "coop");
+  if (coop) check(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(spin), ctas, 256, args, 0, st), "coop");
+  else spin<<<ctas, 256, 0, st>>>(ns1, sink);
   if (marks) marks->push_back(us(t0, Clock::now()));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(132 * 4);
@@ -161,6 +165,8 @@ int main() {
     std::printf("after a 256 MiB pageable copy to the device:\n");
   }
   measure("decode stage, calls", 309, st, [&](std::vector<double>* m, Clock::time_point t0) { decode_calls(st, b, ctas, m, t0); });
+  measure("decode stage, plain launch", 309, st,
+          [&](std::vector<double>* m, Clock::time_point t0) { decode_calls(st, b, ctas, m, t0, false); });
   measure("compress stage, calls", 524, st, [&](std::vector<double>* m, Clock::time_point t0) { compress_calls(st, b, m, t0); });
 
   // The same stages as graphs, captured once.

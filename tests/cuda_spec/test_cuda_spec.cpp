@@ -266,6 +266,36 @@ void szx_offsets_few_ctas() {
 TEST(CudaSpecializations, SzxOffsetsOnFewCtasF32) { szx_offsets_few_ctas<float>(); }
 TEST(CudaSpecializations, SzxOffsetsOnFewCtasF64) { szx_offsets_few_ctas<double>(); }
 
+// The decoder's state buffer is not zeroed between calls: two streams of one
+// layout (the same value count and block, so every run word and group offset
+// sits at the same place) but different offsets, decoded in turn, each to its
+// own values, with the offsets on many CTAs and on three; a call that read
+// any of the other's words as its own would place mid-bytes at the other's
+// offsets.
+TEST(CudaSpecializations, SzxDecodeStateIsEachCallsOwn) {
+  struct Limit {
+    ~Limit() { cuda_spec::szx_limit_offset_ctas(0); }
+  } limit;
+  const Dims d = dims_of({1501, 2001});
+  Options opt;
+  opt.mode = ErrorMode::ABS;
+  opt.bound = 1e-3;
+  opt.predictor = PredictorId::SZx;
+  opt.szx_block = 128;
+  opt.backend = Backend::Cuda;
+  const std::vector<float> a = make_field<float>(Pattern::Noisy, d, 5), b = make_field<float>(Pattern::Smooth, d, 6);
+  const auto sa = compress(a.data(), DType::F32, d, opt), sb = compress(b.data(), DType::F32, d, opt);
+  const Field wa = decompress(sa.data(), sa.size(), Backend::Serial), wb = decompress(sb.data(), sb.size(), Backend::Serial);
+  ASSERT_NE(sa.size(), sb.size());
+  for (const unsigned ctas : {0u, 3u}) {
+    cuda_spec::szx_limit_offset_ctas(ctas);
+    for (int round = 0; round < 4; ++round) {
+      EXPECT_TRUE(decompress(sa.data(), sa.size(), Backend::Cuda).bytes == wa.bytes) << "a, round " << round;
+      EXPECT_TRUE(decompress(sb.data(), sb.size(), Backend::Cuda).bytes == wb.bytes) << "b, round " << round;
+    }
+  }
+}
+
 TEST(CudaSpecializations, OtherPredictorsSameBytesF32) { run_other_predictors<float>(); }
 TEST(CudaSpecializations, OtherPredictorsSameBytesF64) { run_other_predictors<double>(); }
 
