@@ -198,6 +198,32 @@ TYPED_TEST(FramedFiles, DecodeAsTheWholeArray) {
   expect_same_values_as_unframed<double, S>(PredictorId::SZx, dims_of({50, 300}), 50 * 8 * 70);
 }
 
+// Outputs from OutFile::kMapBytes (64 MiB) on are written through a mapping
+// where the file system reserves their size: a 67.5 MB array decoded whole
+// and from frames of 16 MiB to the bytes decompress() gives, the temporary
+// file renamed away.
+TYPED_TEST(FramedFiles, LargeOutputsAreWrittenWhole) {
+  TempDir dir;
+  const Dims d = dims_of({128, 128, 1030});  // 67,502,080 bytes of f32
+  const auto in = make_field<float>(Pattern::Smooth, d, 3);
+  spill(dir.path("in.raw"), in);
+  const Options opt = options_of<TypeParam>(PredictorId::SZx, ErrorMode::ABS, 1e-2);
+  FrameOptions framed;
+  framed.frame_bytes = std::uint64_t(16) << 20;
+  ASSERT_TRUE(compress_file(dir.path("in.raw"), dir.path("f.kszf"), DType::F32, d, opt, framed).framed);
+  ASSERT_FALSE(compress_file(dir.path("in.raw"), dir.path("w.ksz"), DType::F32, d, opt).framed);
+  const Bytes w = slurp(dir.path("w.ksz"));
+  const Field want = decompress(w.data(), w.size(), opt.backend);
+  ASSERT_EQ(want.bytes.size(), in.size() * sizeof(float));
+  decompress_file(dir.path("f.kszf"), dir.path("f.raw"), opt.backend);
+  decompress_file(dir.path("w.ksz"), dir.path("w.raw"), opt.backend);
+  EXPECT_TRUE(slurp(dir.path("f.raw")) == want.bytes);
+  EXPECT_TRUE(slurp(dir.path("w.raw")) == want.bytes);
+  const std::vector<float> out = as_values<float>(want.bytes);
+  EXPECT_TRUE(within_bound(in.data(), out.data(), in.size(), 1e-2));
+  EXPECT_FALSE(exists(dir.path("f.raw.ksz-partial-" + std::to_string(::getpid()))));
+}
+
 // Under REL a constant array has a resolved bound of 0: every frame keeps it
 // exactly; a frame that is constant inside a varying array codes under the
 // array's bound.
