@@ -232,6 +232,21 @@ TEST(CudaSpecializations, SzxRangePassLargeF32) {
   }
 }
 
+// Undoes cuda_spec::szx_limit_offset_ctas when a test ends.
+struct OffsetCtasReset {
+  ~OffsetCtasReset() { cuda_spec::szx_limit_offset_ctas(0); }
+};
+// SZx on CUDA with blocks of 128 under a bound.
+Options szx_cuda_options(ErrorMode mode, double bound) {
+  Options opt;
+  opt.mode = mode;
+  opt.bound = bound;
+  opt.predictor = PredictorId::SZx;
+  opt.szx_block = 128;
+  opt.backend = Backend::Cuda;
+  return opt;
+}
+
 // The decoder's offsets kernel with one and three CTAs: each takes hundreds
 // or thousands of groups, so its run is scanned in several rounds and (on a
 // stream without segment 21, as format 1.2 writers left them) its leading
@@ -239,18 +254,11 @@ TEST(CudaSpecializations, SzxRangePassLargeF32) {
 // last code byte part codes).
 template <class T>
 void szx_offsets_few_ctas() {
-  struct Limit {
-    ~Limit() { cuda_spec::szx_limit_offset_ctas(0); }
-  } limit;
+  const OffsetCtasReset reset;
   const Dims d = dims_of({2501, 2001});  // 5,004,501 values: the last block of 128 has 85
   std::vector<T> f = make_field<T>(Pattern::Noisy, d, 9);
   f[f.size() / 2] = std::numeric_limits<T>::quiet_NaN();  // a verbatim block
-  Options opt;
-  opt.mode = ErrorMode::REL;
-  opt.bound = 1e-3;
-  opt.predictor = PredictorId::SZx;
-  opt.szx_block = 128;
-  opt.backend = Backend::Cuda;
+  const Options opt = szx_cuda_options(ErrorMode::REL, 1e-3);
   const auto stream = compress(f.data(), sizeof(T) == 4 ? DType::F32 : DType::F64, d, opt);
   const Field want = decompress(stream.data(), stream.size(), Backend::Cuda);
   Parts p = split(stream);
@@ -273,16 +281,9 @@ TEST(CudaSpecializations, SzxOffsetsOnFewCtasF64) { szx_offsets_few_ctas<double>
 // any of the other's words as its own would place mid-bytes at the other's
 // offsets.
 TEST(CudaSpecializations, SzxDecodeStateIsEachCallsOwn) {
-  struct Limit {
-    ~Limit() { cuda_spec::szx_limit_offset_ctas(0); }
-  } limit;
+  const OffsetCtasReset reset;
   const Dims d = dims_of({1501, 2001});
-  Options opt;
-  opt.mode = ErrorMode::ABS;
-  opt.bound = 1e-3;
-  opt.predictor = PredictorId::SZx;
-  opt.szx_block = 128;
-  opt.backend = Backend::Cuda;
+  const Options opt = szx_cuda_options(ErrorMode::ABS, 1e-3);
   const std::vector<float> a = make_field<float>(Pattern::Noisy, d, 5), b = make_field<float>(Pattern::Smooth, d, 6);
   const auto sa = compress(a.data(), DType::F32, d, opt), sb = compress(b.data(), DType::F32, d, opt);
   const Field wa = decompress(sa.data(), sa.size(), Backend::Serial), wb = decompress(sb.data(), sb.size(), Backend::Serial);
