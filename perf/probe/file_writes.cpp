@@ -7,8 +7,8 @@
 //   write    one thread, write(2) of 1 GiB at a time (what OutFile does)
 //   pwriteN  N threads, each pwrite(2) of its contiguous share
 //   fallocN  posix_fallocate of the whole size first, then pwriteN
-//   mmapN    ftruncate + posix_fallocate, mmap(MAP_SHARED), N threads memcpy
-//            their shares, munmap
+//   mmapN    posix_fallocate (which sets the size), mmap(MAP_SHARED), N
+//            threads memcpy their shares, munmap
 //   directN  O_DIRECT, N threads pwrite 8 MiB aligned pieces
 //   g++ -O2 -std=c++17 -pthread -o file_writes perf/probe/file_writes.cpp
 //   ./file_writes [GiB=4] [DIR=/tmp]

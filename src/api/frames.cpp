@@ -39,6 +39,12 @@ constexpr std::uint64_t kMaxAutoFrameBytes = std::uint64_t(1) << 30;
 constexpr std::uint64_t kIoPiece = std::uint64_t(32) << 20;
 constexpr std::size_t kIoThreads = 8;
 
+// The host's hardware threads (at least 1), read once.
+std::size_t host_threads() {
+  static const std::size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  return hw;
+}
+
 // f(at, len) over [0, n) in pieces of at least kIoPiece, on up to `threads`
 // threads; the first error is rethrown once all are done.
 template <class F>
@@ -182,8 +188,8 @@ class OutFile {
                      static_cast<off_t>(from));
     if (m == MAP_FAILED) return false;
     std::uint8_t* const dst = static_cast<std::uint8_t*>(m) + (m_bytes - from);
-    const std::size_t threads = std::min<std::size_t>(kMapThreads, std::max(1u, std::thread::hardware_concurrency()));
-    split_io(n, [&](std::uint64_t at, std::uint64_t l) { std::memcpy(dst + at, src + at, l); }, threads);
+    split_io(n, [&](std::uint64_t at, std::uint64_t l) { std::memcpy(dst + at, src + at, l); },
+             std::min(kMapThreads, host_threads()));
     if (::munmap(m, static_cast<std::size_t>(len)) != 0) fail(errno);
     m_bytes += n;
     return true;
@@ -274,8 +280,7 @@ Range merge(const Range& a, const Range& b) {
 // values and more a thread.
 template <class T>
 Range finite_range_t(const T* p, std::uint64_t n) {
-  const std::uint64_t hw = std::max(1u, std::thread::hardware_concurrency());
-  const std::uint64_t pieces = std::max<std::uint64_t>(1, std::min<std::uint64_t>({n >> 21, hw, 16}));
+  const std::uint64_t pieces = std::max<std::uint64_t>(1, std::min<std::uint64_t>({n >> 21, host_threads(), 16}));
   std::vector<Range> part(pieces);
   split_threads(pieces, [&](std::size_t k) {
     T mn = std::numeric_limits<T>::infinity(), mx = -mn;
